@@ -1,0 +1,43 @@
+# make demo / make test create (or reuse) the virtualenv in $(VENV) and do all set-up themselves.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PYTHON ?= python3
+
+.PHONY: setup test test-all demo gold lint format bench clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	# torch first, on its own: the CPU build lies on disk here; a bare `torch` pulled in by another package
+	# would download a multi-GB CUDA build.
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e ".[dev]"
+	touch $@
+
+setup: $(VENV)/.installed
+
+test: setup  ## the test suite (what .ci/run runs)
+	$(PY) -m pytest
+
+test-all: setup  ## including slow tests
+	$(PY) -m pytest -m "not gpu"
+
+demo: setup  ## align the bundled sample offline, all nine languages
+	$(PY) align.py output.dir=outputs/demo/aligned
+
+gold: setup  ## Table-3-style θ tuning on the bundled gold
+	$(PY) align.py mode=gold gold.report_dir=outputs/demo/gold
+
+lint: setup
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+format: setup
+	$(PY) -m ruff format .
+	$(PY) -m ruff check --fix .
+
+bench: setup
+	$(PY) benchmarks/align_bench.py
+
+clean:
+	rm -rf outputs multirun .pytest_cache .ruff_cache

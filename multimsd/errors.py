@@ -1,0 +1,10 @@
+"""User-facing errors.
+
+Anything the user can fix (bad input, a model that cannot be loaded offline, a bad option) is raised as
+:class:`MultimsdError`; the CLI entry points print its message as one line and exit with status 2, instead
+of a traceback. Programming errors stay ordinary exceptions.
+"""
+
+
+class MultimsdError(Exception):
+    """An error caused by user input or environment, reported as one line by the CLIs."""

@@ -1,0 +1,157 @@
+"""``align.py mode=gold``: score the matcher against human gold alignments and tune θ (paper Table 3).
+
+For each matching method and language, θ is chosen on the validation half of the gold article pairs (max F1
+over the grid) and precision / recall / F1 are reported at that θ on the test half. Outputs, written into
+``gold.report_dir`` atomically: ``gold_table.md`` (printed), ``gold_results.json`` (every curve point) and
+``gold_pr_curve.png`` (precision against recall over the θ grid on the validation half).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from multimsd import LANGUAGES
+from multimsd.config import AlignConfig
+from multimsd.errors import MultimsdError
+from multimsd.gold import GoldDoc, best_threshold, load_gold, read_deplain, split_gold_ids, sweep, write_json
+from multimsd.match import METHODS
+from multimsd.paths import sample_data_dir
+
+log = logging.getLogger(__name__)
+
+
+def load_gold_docs(path: str | None) -> list[GoldDoc]:
+    """Our gold JSONL, or a DEplain-style directory (documents.jsonl + gold.tsv); None = the bundled sample."""
+    if path is None:
+        return load_gold(sample_data_dir() / "articles.jsonl")
+    p = Path(path).expanduser()
+    if p.is_dir():
+        if not (p / "documents.jsonl").is_file() or not (p / "gold.tsv").is_file():
+            raise MultimsdError(f"{p}: a gold directory needs documents.jsonl and gold.tsv (DEplain layout)")
+        return read_deplain(p)
+    return load_gold(p)
+
+
+def evaluate_gold(cfg: AlignConfig, docs: list[GoldDoc]) -> dict:
+    """Tune θ per method and language on validation gold; report on test gold. Returns a JSON-able dict."""
+    from multimsd.align import candidate_matches, embed_documents, make_embedder
+
+    bad = [m for m in cfg.gold.methods if m not in METHODS]
+    if bad:
+        raise MultimsdError(f"gold.methods: unknown method(s) {', '.join(bad)} (choose from {', '.join(METHODS)})")
+    langs = [lang for lang in LANGUAGES if lang in cfg.data.languages and any(d.lang == lang for d in docs)]
+    docs = [d for d in docs if d.lang in langs]
+    if not docs:
+        raise MultimsdError(f"no gold article pairs in languages {', '.join(cfg.data.languages)}")
+    valid_ids, test_ids = split_gold_ids(docs, cfg.gold.valid_fraction, cfg.seed)
+    embedder = make_embedder(cfg)
+    vecs = embed_documents(embedder, [(d.complex, d.simple) for d in docs], cfg)
+    results: dict = {
+        "embedder": cfg.embedder.name,
+        "model": cfg.embedder.model,
+        "only_1to1": cfg.gold.only_1to1,
+        "valid_articles": sorted(valid_ids),
+        "test_articles": sorted(test_ids),
+        "methods": {},
+    }
+    for method in cfg.gold.methods:
+        cands = candidate_matches(vecs, method, cfg.aligner.margin_k, cfg.aligner.use_faiss)
+        by_doc = {(d.article_id, d.lang): ms for d, ms in zip(docs, cands)}
+        grid = list(cfg.gold.margin_thresholds if method == "margin" else cfg.gold.thresholds)
+        per_lang = {}
+        for lang in [*langs, "all"] if len(langs) > 1 else langs:
+            ldocs = [d for d in docs if lang in ("all", d.lang)]
+            vdocs = [d for d in ldocs if d.article_id in valid_ids]
+            tdocs = [d for d in ldocs if d.article_id in test_ids]
+            curve = sweep(by_doc, vdocs, grid, cfg.gold.only_1to1)
+            theta = best_threshold(curve)
+            test = sweep(by_doc, tdocs, [theta], cfg.gold.only_1to1)[theta]
+            per_lang[lang] = {
+                "threshold": theta,
+                "valid": curve[theta].as_dict(),
+                "test": test.as_dict(),
+                "valid_curve": [{"threshold": t, **curve[t].as_dict()} for t in grid],
+            }
+        results["methods"][method] = per_lang
+    return results
+
+
+def gold_markdown(results: dict) -> str:
+    methods = results["methods"]
+    langs = list(next(iter(methods.values())).keys())
+    head = "| method | " + " | ".join(f"{lang} θ | P | R | F1" for lang in langs) + " |"
+    sep = "|---|" + "---:|" * (4 * len(langs))
+    lines = [head, sep]
+    for method, per_lang in methods.items():
+        cells = []
+        for lang in langs:
+            e = per_lang[lang]
+            t = e["test"]
+            cells.append(f"{e['threshold']:g} | {t['precision']:.3f} | {t['recall']:.3f} | {t['f1']:.3f}")
+        lines.append(f"| {method} | " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append(
+        f"θ tuned on {len(results['valid_articles'])} validation article pair(s), P/R/F1 on "
+        f"{len(results['test_articles'])} test article pair(s); embedder {results['embedder']}; "
+        f"gold {'1:1 only' if results['only_1to1'] else 'all alignments'}."
+    )
+    return "\n".join(lines)
+
+
+def plot_pr(results: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    methods = results["methods"]
+    langs = list(next(iter(methods.values())).keys())
+    cols = min(len(langs), 5)
+    rows = (len(langs) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 3.0 * rows), squeeze=False)
+    for ax, lang in zip(axes.flat, langs):
+        for method in methods:
+            curve = methods[method][lang]["valid_curve"]
+            ax.plot([p["recall"] for p in curve], [p["precision"] for p in curve], marker=".", label=method)
+            chosen = methods[method][lang]["valid"]
+            ax.plot([chosen["recall"]], [chosen["precision"]], marker="o", mfc="none", color="black")
+        ax.set_title(lang)
+        ax.set_xlabel("recall")
+        ax.set_ylabel("precision")
+        ax.set_xlim(0, 1.02)
+        ax.set_ylim(0, 1.02)
+        ax.grid(alpha=0.3)
+    for ax in list(axes.flat)[len(langs) :]:
+        ax.axis("off")
+    axes.flat[0].legend(fontsize=7)
+    fig.suptitle(f"Alignment P/R over θ (validation gold; circle = chosen θ) — {results['embedder']}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def run_gold(cfg: AlignConfig) -> dict:
+    docs = load_gold_docs(cfg.gold.path)
+    results = evaluate_gold(cfg, docs)
+    table = gold_markdown(results)
+    out = Path(cfg.gold.report_dir)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        (tmp / "gold_table.md").write_text(table + "\n", encoding="utf-8")
+        write_json(tmp / "gold_results.json", results)
+        plot_pr(results, tmp / "gold_pr_curve.png")
+        if out.exists():
+            shutil.rmtree(out)
+        os.replace(tmp, out)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    print(table)
+    print(f"\ngold report written to {out.resolve()}")
+    results["report_dir"] = str(out.resolve())
+    return results

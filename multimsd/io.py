@@ -1,0 +1,154 @@
+"""Reading article pairs: JSONL files, datasets saved with ``save_to_disk``, or Hub datasets.
+
+Every record is validated on the way in, and a problem is reported as one :class:`MultimsdError` line that
+says where it is (file and line), because a half-read corpus that aligns silently is worse than no corpus.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from multimsd import LANGUAGES
+from multimsd.errors import MultimsdError
+from multimsd.paths import sample_data_dir
+
+REQUIRED_KEYS = ("article_id", "lang", "complex", "simple")
+
+
+@dataclass
+class ArticlePair:
+    """One professional ("complex") / consumer ("simple") article pair in one language.
+
+    Each side is raw text (to be segmented) or a list of sentences (used as given).
+    """
+
+    article_id: str
+    lang: str
+    complex: str | list[str]
+    simple: str | list[str]
+    extra: dict = field(default_factory=dict)
+
+
+def sample_articles_path() -> Path:
+    return sample_data_dir() / "articles.jsonl"
+
+
+def _check_side(value, where: str, side: str) -> str | list[str]:
+    if isinstance(value, str):
+        if not value.strip():
+            raise MultimsdError(f"{where}: empty {side} side")
+        return value
+    if isinstance(value, list | tuple):
+        if not all(isinstance(s, str) for s in value):
+            raise MultimsdError(f"{where}: {side} must be a string or a list of strings")
+        if not any(s.strip() for s in value):
+            raise MultimsdError(f"{where}: empty {side} side")
+        return list(value)
+    raise MultimsdError(f"{where}: {side} must be a string or a list of strings, got {type(value).__name__}")
+
+
+def record_to_pair(rec: dict, where: str) -> ArticlePair:
+    """Validate one record (a dict with article_id, lang, complex, simple) into an :class:`ArticlePair`."""
+    if not isinstance(rec, dict):
+        raise MultimsdError(f"{where}: expected a JSON object, got {type(rec).__name__}")
+    missing = [k for k in REQUIRED_KEYS if k not in rec or rec[k] is None]
+    if missing:
+        raise MultimsdError(f"{where}: missing field(s) {', '.join(missing)}")
+    lang = str(rec["lang"])
+    if lang not in LANGUAGES:
+        raise MultimsdError(f"{where}: unknown language code {lang!r} (supported: {', '.join(LANGUAGES)})")
+    article_id = str(rec["article_id"])
+    if not article_id.strip():
+        raise MultimsdError(f"{where}: empty article_id")
+    where = f"{where} (article {article_id!r}, {lang})"
+    extra = {k: v for k, v in rec.items() if k not in REQUIRED_KEYS}
+    return ArticlePair(
+        article_id=article_id,
+        lang=lang,
+        complex=_check_side(rec["complex"], where, "complex"),
+        simple=_check_side(rec["simple"], where, "simple"),
+        extra=extra,
+    )
+
+
+def read_jsonl(path: str | Path) -> list[dict]:
+    """Read a JSONL file strictly: UTF-8 only, one JSON object a line, blank lines skipped."""
+    path = Path(path)
+    if not path.is_file():
+        raise MultimsdError(f"input file not found: {path}")
+    raw = path.read_bytes()
+    records = []
+    for lineno, line in enumerate(raw.split(b"\n"), start=1):
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise MultimsdError(f"{path}:{lineno}: not valid UTF-8 (byte {e.start} of the line)") from None
+        if not text.strip():
+            continue
+        try:
+            records.append((lineno, json.loads(text)))
+        except json.JSONDecodeError as e:
+            raise MultimsdError(f"{path}:{lineno}: malformed JSON ({e.msg}, column {e.colno})") from None
+    if not records:
+        raise MultimsdError(f"{path}: no records")
+    return records
+
+
+def load_article_pairs(path: str | Path | None = None, hub_split: str = "train") -> list[ArticlePair]:
+    """Load article pairs from a JSONL file, a saved dataset directory, a Hub id, or (None) the sample."""
+    if path is None:
+        path = sample_articles_path()
+    p = Path(str(path)).expanduser()
+    if p.is_file():
+        return [record_to_pair(rec, f"{p}:{lineno}") for lineno, rec in read_jsonl(p)]
+    if p.is_dir():
+        return _pairs_from_dataset(_load_saved(p, hub_split), str(p))
+    if str(path).endswith((".jsonl", ".json")) or str(path).startswith((".", "/", "~")) or p.suffix:
+        raise MultimsdError(f"input file not found: {path}")
+    return _pairs_from_dataset(_load_hub(str(path), hub_split), str(path))
+
+
+def _load_saved(p: Path, split: str):
+    import datasets
+
+    try:
+        ds = datasets.load_from_disk(str(p))
+    except Exception as e:  # datasets raises several types for "not a dataset directory"
+        raise MultimsdError(f"{p}: not a dataset saved with save_to_disk ({type(e).__name__})") from None
+    if isinstance(ds, datasets.DatasetDict):
+        if split not in ds:
+            raise MultimsdError(f"{p}: no split {split!r} (has {', '.join(ds)})")
+        ds = ds[split]
+    return ds
+
+
+def _load_hub(repo_id: str, split: str):
+    import datasets
+
+    try:
+        return datasets.load_dataset(repo_id, split=split)
+    except Exception as e:
+        raise MultimsdError(
+            f"cannot load dataset {repo_id!r} ({type(e).__name__}): not a local file or directory, and the "
+            f"Hugging Face Hub is unreachable or has no such dataset"
+        ) from None
+
+
+def _pairs_from_dataset(ds, name: str) -> list[ArticlePair]:
+    missing = [k for k in REQUIRED_KEYS if k not in ds.column_names]
+    if missing:
+        raise MultimsdError(f"{name}: dataset lacks column(s) {', '.join(missing)}")
+    if len(ds) == 0:
+        raise MultimsdError(f"{name}: dataset has no rows")
+    return [record_to_pair(rec, f"{name} row {i}") for i, rec in enumerate(ds)]
+
+
+def check_languages(langs: list[str]) -> list[str]:
+    bad = [lang for lang in langs if lang not in LANGUAGES]
+    if bad:
+        raise MultimsdError(f"unknown language code(s) {', '.join(bad)} (supported: {', '.join(LANGUAGES)})")
+    if not langs:
+        raise MultimsdError("data.languages is empty")
+    return list(langs)
