@@ -20,6 +20,7 @@ def main(cfg: DictConfig) -> None:
     from multimsd.errors import MultimsdError
 
     logging.getLogger("multimsd").setLevel(logging.INFO)
+    logging.getLogger("faiss").setLevel(logging.WARNING)  # its loader logs which SIMD build it picked
     try:
         run(cfg)
     except MultimsdError as e:

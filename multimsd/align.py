@@ -241,6 +241,9 @@ def write_output(out_dir: Path, rows: list[dict], stats: dict, markdown: str, cf
 
     A failure at any point leaves the previous output untouched and no partial directory behind.
     """
+    import datasets
+
+    datasets.disable_progress_bars()  # one bar per split and shard is noise for a few-MB corpus
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
     try:
@@ -249,13 +252,18 @@ def write_output(out_dir: Path, rows: list[dict], stats: dict, markdown: str, cf
         if cfg.output.export_tsv:
             (tmp / "tsv").mkdir()
             for split, ds in dsd.items():
-                for lang in sorted(set(ds["lang"]), key=LANGUAGES.index):
-                    sub = ds.filter(lambda r, lang=lang: r["lang"] == lang)
-                    with open(tmp / "tsv" / f"{lang}.{split}.tsv", "w", encoding="utf-8") as f:
-                        f.write("complex\tsimple\tarticle_id\tscore\n")
-                        for r in sub:
-                            c, s = (x.replace("\t", " ").replace("\n", " ") for x in (r["complex"], r["simple"]))
-                            f.write(f"{c}\t{s}\t{r['article_id']}\t{r['score']:.4f}\n")
+                files = {}
+                try:
+                    for r in ds:
+                        f = files.get(r["lang"])
+                        if f is None:
+                            f = files[r["lang"]] = open(tmp / "tsv" / f"{r['lang']}.{split}.tsv", "w", encoding="utf-8")
+                            f.write("complex\tsimple\tarticle_id\tscore\n")
+                        c, s = (x.replace("\t", " ").replace("\n", " ") for x in (r["complex"], r["simple"]))
+                        f.write(f"{c}\t{s}\t{r['article_id']}\t{r['score']:.4f}\n")
+                finally:
+                    for f in files.values():
+                        f.close()
         (tmp / "stats.md").write_text(markdown + "\n", encoding="utf-8")
         (tmp / "stats.json").write_text(json.dumps(stats, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         (tmp / "align_config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.structured(cfg)), encoding="utf-8")

@@ -93,7 +93,7 @@ class OutputConfig:
 @dataclass
 class GoldConfig:
     # JSONL: article_id, lang, complex, simple (sentence lists), gold: [[complex_idx, simple_idx], ...]
-    # X
+    # (indices may be lists for n:m gold), or a DEplain-style directory. null = the bundled sample gold.
     path: str | None = None
     # Gold article ids are split in two halves: θ is tuned on one, reported on the other (paper: 10 + 10).
     valid_fraction: float = 0.5

@@ -81,18 +81,20 @@ def evaluate_gold(cfg: AlignConfig, docs: list[GoldDoc]) -> dict:
 
 
 def gold_markdown(results: dict) -> str:
+    """One row per language, θ / P / R / F1 per method (Table 3 of the paper, transposed for nine languages)."""
     methods = results["methods"]
     langs = list(next(iter(methods.values())).keys())
-    head = "| method | " + " | ".join(f"{lang} θ | P | R | F1" for lang in langs) + " |"
-    sep = "|---|" + "---:|" * (4 * len(langs))
-    lines = [head, sep]
-    for method, per_lang in methods.items():
+    lines = [
+        "| lang | " + " | ".join(f"{m} θ | P | R | F1" for m in methods) + " |",
+        "|---|" + "---:|" * (4 * len(methods)),
+    ]
+    for lang in langs:
         cells = []
-        for lang in langs:
+        for per_lang in methods.values():
             e = per_lang[lang]
             t = e["test"]
             cells.append(f"{e['threshold']:g} | {t['precision']:.3f} | {t['recall']:.3f} | {t['f1']:.3f}")
-        lines.append(f"| {method} | " + " | ".join(cells) + " |")
+        lines.append(f"| {lang} | " + " | ".join(cells) + " |")
     lines.append("")
     lines.append(
         f"θ tuned on {len(results['valid_articles'])} validation article pair(s), P/R/F1 on "
