@@ -66,7 +66,7 @@ def _load_st(cfg: EmbedderConfig, device, local_files_only: bool):
         processor_kwargs={"local_files_only": local_files_only},
         config_kwargs={"local_files_only": local_files_only},
     )
-    pool = models.Pooling(word.get_word_embedding_dimension(), pooling_mode=cfg.pooling)
+    pool = models.Pooling(word.get_embedding_dimension(), pooling_mode=cfg.pooling)
     return SentenceTransformer(modules=[word, pool], device=device)
 
 
