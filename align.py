@@ -21,6 +21,12 @@ def main(cfg: DictConfig) -> None:
 
     logging.getLogger("multimsd").setLevel(logging.INFO)
     logging.getLogger("faiss").setLevel(logging.WARNING)  # its loader logs which SIMD build it picked
+    # Library chatter ("Loading weights", prompt lists) hides our own progress; warnings still show.
+    for name in ("sentence_transformers", "transformers"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
     try:
         run(cfg)
     except MultimsdError as e:

@@ -54,7 +54,13 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     corpus = work / "corpus.jsonl"
     n = replicate_sample(args.min_sentences, corpus)
-    cfg = to_config({"data": {"path": str(corpus)}, "output": {"dir": str(work / "out")}, "cache_dir": str(work / "cache")})
+    cfg = to_config(
+        {
+            "data": {"path": str(corpus)},
+            "output": {"dir": str(work / "out")},
+            "cache_dir": str(work / "cache"),
+        }
+    )
 
     # Make sure the offline model is built before timing anything (a one-off, not part of either side).
     make_embedder(cfg).model  # noqa: B018
@@ -91,10 +97,16 @@ def main() -> None:
     print("\n## Alignment benchmark")
     print(f"corpus: {n:,} sentences in {len(pairs):,} article pairs (bundled sample x {len(pairs) // 108})")
     print(f"encoder only       : {n / t_enc:8.1f} sentences/s ({t_enc:.1f} s)")
-    print(f"whole pipeline     : {n / t_pipe:8.1f} sentences/s ({t_pipe:.1f} s)   ratio {t_enc / t_pipe:.2f} (goal >= 0.9)")
-    print(f"re-run, cached     : {t_rerun:8.2f} s   {t_pipe / t_rerun:.1f}x faster than the first run (goal >= 20x)")
+    print(
+        f"whole pipeline     : {n / t_pipe:8.1f} sentences/s ({t_pipe:.1f} s)   ratio {t_enc / t_pipe:.2f} (goal >= 0.9)"
+    )
+    print(
+        f"re-run, cached     : {t_rerun:8.2f} s   {t_pipe / t_rerun:.1f}x faster than the first run (goal >= 20x)"
+    )
     print(f"matching, FAISS    : {times[True] * 1000:8.1f} ms")
-    print(f"matching, numpy    : {times[False] * 1000:8.1f} ms   FAISS/numpy time ratio {times[True] / times[False]:.2f}")
+    print(
+        f"matching, numpy    : {times[False] * 1000:8.1f} ms   FAISS/numpy time ratio {times[True] / times[False]:.2f}"
+    )
     print(f"peak RSS           : {rss_mb:8.0f} MiB")
 
 

@@ -17,9 +17,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import shutil
-import tempfile
 from collections import defaultdict
 from pathlib import Path
 
@@ -30,6 +27,7 @@ from multimsd import LANGUAGES
 from multimsd.config import AlignConfig
 from multimsd.errors import MultimsdError
 from multimsd.filters import filter_pairs
+from multimsd.fsutil import atomic_directory, check_replaceable
 from multimsd.io import ArticlePair, check_languages, load_article_pairs
 from multimsd.match import METHODS, Match, article_knn, check_threshold, match_from_knn
 from multimsd.split import SPLITS, split_article_ids
@@ -55,12 +53,16 @@ def check_config(cfg: AlignConfig) -> None:
         raise MultimsdError(f"mode={cfg.mode!r}: choose align or gold")
     check_threshold(cfg.aligner.method, cfg.aligner.threshold)
     check_languages(list(cfg.data.languages))
+    if cfg.output.push_to_hub and not cfg.output.hub_repo_id:
+        raise MultimsdError("output.push_to_hub=true needs output.hub_repo_id=<user>/<name>")
     if cfg.aligner.margin_k < 1:
         raise MultimsdError(f"aligner.margin_k={cfg.aligner.margin_k}: must be >= 1")
 
 
 # ---------------------------------------------------------------------------------------------- segmentation
-def segment_pairs(pairs: list[ArticlePair], cleanup: bool, fraction: float) -> list[tuple[list[str], list[str]]]:
+def segment_pairs(
+    pairs: list[ArticlePair], cleanup: bool, fraction: float
+) -> list[tuple[list[str], list[str]]]:
     """Sentences of each side of each pair, optionally with the Cardon & Grabar clean-up per sub-corpus."""
     from multimsd.segment import clean_documents, segment_document
 
@@ -82,7 +84,9 @@ def segment_pairs(pairs: list[ArticlePair], cleanup: bool, fraction: float) -> l
     for p, (c, s) in zip(pairs, docs):
         if not c or not s:
             side = "complex" if not c else "simple"
-            raise MultimsdError(f"article {p.article_id!r} ({p.lang}): no {side} sentences left after segmentation")
+            raise MultimsdError(
+                f"article {p.article_id!r} ({p.lang}): no {side} sentences left after segmentation"
+            )
     return docs
 
 
@@ -232,8 +236,7 @@ def build_dataset_dict(rows: list[dict]):
 
 def _check_output_dir(out_dir: Path) -> None:
     # Never clobber something that is not an earlier output of ours.
-    if out_dir.exists() and (not out_dir.is_dir() or (any(out_dir.iterdir()) and not (out_dir / "dataset_dict.json").exists())):
-        raise MultimsdError(f"output.dir {out_dir} exists and is not a multimsd aligned dataset; refusing to overwrite it")
+    check_replaceable(out_dir, "dataset_dict.json", "a multimsd aligned dataset")
 
 
 def write_output(out_dir: Path, rows: list[dict], stats: dict, markdown: str, cfg: AlignConfig) -> None:
@@ -244,40 +247,32 @@ def write_output(out_dir: Path, rows: list[dict], stats: dict, markdown: str, cf
     import datasets
 
     datasets.disable_progress_bars()  # one bar per split and shard is noise for a few-MB corpus
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
-    try:
+    with atomic_directory(out_dir) as tmp:
         dsd = build_dataset_dict(rows)
         dsd.save_to_disk(str(tmp))
         if cfg.output.export_tsv:
             (tmp / "tsv").mkdir()
-            for split, ds in dsd.items():
-                files = {}
-                try:
-                    for r in ds:
-                        f = files.get(r["lang"])
-                        if f is None:
-                            f = files[r["lang"]] = open(tmp / "tsv" / f"{r['lang']}.{split}.tsv", "w", encoding="utf-8")
-                            f.write("complex\tsimple\tarticle_id\tscore\n")
-                        c, s = (x.replace("\t", " ").replace("\n", " ") for x in (r["complex"], r["simple"]))
-                        f.write(f"{c}\t{s}\t{r['article_id']}\t{r['score']:.4f}\n")
-                finally:
-                    for f in files.values():
-                        f.close()
+            write_tsv(dsd, tmp / "tsv")
         (tmp / "stats.md").write_text(markdown + "\n", encoding="utf-8")
-        (tmp / "stats.json").write_text(json.dumps(stats, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        (tmp / "stats.json").write_text(
+            json.dumps(stats, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
         (tmp / "align_config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.structured(cfg)), encoding="utf-8")
         (tmp / "README.md").write_text(dataset_card(stats, markdown, cfg), encoding="utf-8")
-        old = None
-        if out_dir.exists():
-            old = out_dir.with_name(f".{out_dir.name}.old-{os.getpid()}")
-            os.replace(out_dir, old)
-        os.replace(tmp, out_dir)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def write_tsv(dsd, directory: Path) -> None:
+    """One ``<lang>.<split>.tsv`` per language and split: complex, simple, article_id, score."""
+    from itertools import groupby
+
+    for split, ds in dsd.items():
+        # Rows are sorted by language already (build_dataset_dict).
+        for lang, rows in groupby(ds.to_list(), key=lambda r: r["lang"]):
+            with open(directory / f"{lang}.{split}.tsv", "w", encoding="utf-8") as f:
+                f.write("complex\tsimple\tarticle_id\tscore\n")
+                for r in rows:
+                    c, s = (x.replace("\t", " ").replace("\n", " ") for x in (r["complex"], r["simple"]))
+                    f.write(f"{c}\t{s}\t{r['article_id']}\t{r['score']:.4f}\n")
 
 
 def dataset_card(stats: dict, markdown: str, cfg: AlignConfig) -> str:
@@ -324,7 +319,9 @@ def push_to_hub(out_dir: Path, cfg: AlignConfig) -> None:
             repo_type="dataset",
         )
     except Exception as e:  # never echo the token: report the type and repo only
-        raise MultimsdError(f"push to {cfg.output.hub_repo_id!r} failed ({type(e).__name__}); the local copy is in {out_dir}") from None
+        raise MultimsdError(
+            f"push to {cfg.output.hub_repo_id!r} failed ({type(e).__name__}); the local copy is in {out_dir}"
+        ) from None
     log.info("pushed to https://huggingface.co/datasets/%s", cfg.output.hub_repo_id)
 
 

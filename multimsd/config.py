@@ -8,6 +8,7 @@ of the wrong type fails at start-up instead of being silently ignored.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
 from hydra.core.config_store import ConfigStore
 
 from multimsd import LANGUAGES
@@ -99,7 +100,9 @@ class GoldConfig:
     valid_fraction: float = 0.5
     thresholds: list[float] = field(default_factory=lambda: [round(0.5 + 0.05 * i, 2) for i in range(10)])
     # The margin score is a ratio around 1, so it gets its own grid.
-    margin_thresholds: list[float] = field(default_factory=lambda: [round(0.9 + 0.025 * i, 3) for i in range(17)])
+    margin_thresholds: list[float] = field(
+        default_factory=lambda: [round(0.9 + 0.025 * i, 3) for i in range(17)]
+    )
     methods: list[str] = field(default_factory=lambda: ["symmetric", "asymmetric", "margin"])
     # Score against the 1:1 gold pairs only (an argmax aligner can only ever produce 1:1 pairs).
     only_1to1: bool = False

@@ -71,7 +71,7 @@ def read_deplain(directory: str | Path) -> list[GoldDoc]:
     """Read the DEplain-web gold release layout (documents.jsonl + gold.tsv) as German gold documents."""
     directory = Path(directory)
     docs: dict[str, GoldDoc] = {}
-    for lineno, rec in read_jsonl(directory / "documents.jsonl"):
+    for _lineno, rec in read_jsonl(directory / "documents.jsonl"):
         pid = str(rec["pair_id"])
         docs[pid] = GoldDoc(pid, "de", list(rec["complex_sentences"]), list(rec["simple_sentences"]), set())
     with open(directory / "gold.tsv", encoding="utf-8", newline="") as f:
@@ -106,8 +106,14 @@ class PRF:
         return PRF(self.correct + other.correct, self.predicted + other.predicted, self.gold + other.gold)
 
     def as_dict(self) -> dict:
-        return {"precision": self.precision, "recall": self.recall, "f1": self.f1, "correct": self.correct,
-                "predicted": self.predicted, "gold": self.gold}
+        return {
+            "precision": self.precision,
+            "recall": self.recall,
+            "f1": self.f1,
+            "correct": self.correct,
+            "predicted": self.predicted,
+            "gold": self.gold,
+        }
 
 
 def gold_set(doc: GoldDoc, only_1to1: bool = False) -> set[GoldPair]:

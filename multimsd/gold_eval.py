@@ -9,14 +9,12 @@ over the grid) and precision / recall / F1 are reported at that θ on the test h
 from __future__ import annotations
 
 import logging
-import os
-import shutil
-import tempfile
 from pathlib import Path
 
 from multimsd import LANGUAGES
 from multimsd.config import AlignConfig
 from multimsd.errors import MultimsdError
+from multimsd.fsutil import atomic_directory, check_replaceable
 from multimsd.gold import GoldDoc, best_threshold, load_gold, read_deplain, split_gold_ids, sweep, write_json
 from multimsd.match import METHODS
 from multimsd.paths import sample_data_dir
@@ -42,7 +40,9 @@ def evaluate_gold(cfg: AlignConfig, docs: list[GoldDoc]) -> dict:
 
     bad = [m for m in cfg.gold.methods if m not in METHODS]
     if bad:
-        raise MultimsdError(f"gold.methods: unknown method(s) {', '.join(bad)} (choose from {', '.join(METHODS)})")
+        raise MultimsdError(
+            f"gold.methods: unknown method(s) {', '.join(bad)} (choose from {', '.join(METHODS)})"
+        )
     langs = [lang for lang in LANGUAGES if lang in cfg.data.languages and any(d.lang == lang for d in docs)]
     docs = [d for d in docs if d.lang in langs]
     if not docs:
@@ -117,7 +117,8 @@ def plot_pr(results: dict, path: Path) -> None:
     fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 3.0 * rows), squeeze=False)
     for ax, lang in zip(axes.flat, langs):
         for method in methods:
-            curve = methods[method][lang]["valid_curve"]
+            # A θ that predicts nothing has no precision: leave it off rather than draw it at (0, 0).
+            curve = [p for p in methods[method][lang]["valid_curve"] if p["predicted"]]
             ax.plot([p["recall"] for p in curve], [p["precision"] for p in curve], marker=".", label=method)
             chosen = methods[method][lang]["valid"]
             ax.plot([chosen["recall"]], [chosen["precision"]], marker="o", mfc="none", color="black")
@@ -130,29 +131,24 @@ def plot_pr(results: dict, path: Path) -> None:
     for ax in list(axes.flat)[len(langs) :]:
         ax.axis("off")
     axes.flat[0].legend(fontsize=7)
-    fig.suptitle(f"Alignment P/R over θ (validation gold; circle = chosen θ) — {results['embedder']}", fontsize=9)
+    fig.suptitle(
+        f"Alignment P/R over θ (validation gold; circle = chosen θ) — {results['embedder']}", fontsize=9
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
 def run_gold(cfg: AlignConfig) -> dict:
+    out = Path(cfg.gold.report_dir)
+    check_replaceable(out, "gold_results.json", "a gold report")
     docs = load_gold_docs(cfg.gold.path)
     results = evaluate_gold(cfg, docs)
     table = gold_markdown(results)
-    out = Path(cfg.gold.report_dir)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    try:
+    with atomic_directory(out) as tmp:
         (tmp / "gold_table.md").write_text(table + "\n", encoding="utf-8")
         write_json(tmp / "gold_results.json", results)
         plot_pr(results, tmp / "gold_pr_curve.png")
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
     print(table)
     print(f"\ngold report written to {out.resolve()}")
     results["report_dir"] = str(out.resolve())

@@ -106,7 +106,9 @@ def match_from_knn(fwd: Knn, bwd: Knn, method: str, threshold: float, margin_k: 
         # Each sentence's mean similarity to its k nearest neighbours in the other article.
         fwd_mean, bwd_mean = fwd.scores.mean(axis=1), bwd.scores.mean(axis=1)
 
-        def best_by_margin(knn: Knn, own_mean: np.ndarray, other_mean: np.ndarray, r: int) -> tuple[int, float, float]:
+        def best_by_margin(
+            knn: Knn, own_mean: np.ndarray, other_mean: np.ndarray, r: int
+        ) -> tuple[int, float, float]:
             cos = knn.scores[r]
             margin = cos / ((own_mean[r] + other_mean[knn.idx[r]]) / 2.0)
             # argmax takes the first maximum; candidates are already in (-cos, index) order.

@@ -66,10 +66,15 @@ def statistics_markdown(stats: dict) -> str:
         "| | " + " | ".join(langs) + " |",
         "|---|" + "---:|" * len(langs),
         row("Article pairs", lambda e: f"{e['article_pairs']:,}"),
-        row("Sentences (complex / simple)", lambda e: f"{e['complex_sentences_in']:,} / {e['simple_sentences_in']:,}"),
+        row(
+            "Sentences (complex / simple)",
+            lambda e: f"{e['complex_sentences_in']:,} / {e['simple_sentences_in']:,}",
+        ),
         row("Sentence pairs", lambda e: f"{e['sentence_pairs']:,}"),
         row("Vocab size (complex / simple)", lambda e: f"{e['vocab_complex']:,} / {e['vocab_simple']:,}"),
-        row("Avg. characters (c / s)", lambda e: f"{e['avg_chars_complex']:.2f} / {e['avg_chars_simple']:.2f}"),
+        row(
+            "Avg. characters (c / s)", lambda e: f"{e['avg_chars_complex']:.2f} / {e['avg_chars_simple']:.2f}"
+        ),
         row("Avg. words (c / s)", lambda e: f"{e['avg_words_complex']:.2f} / {e['avg_words_simple']:.2f}"),
         row("Train", lambda e: f"{e['train']:,}"),
         row("Valid", lambda e: f"{e['validation']:,}"),

@@ -9,7 +9,9 @@ import re
 _WORD_RE = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 # Chinese: one token per Han character (no word segmenter ships offline); runs of other word characters
 # (numbers, Latin abbreviations such as "DVT") stay whole.
-_ZH_RE = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[^\W\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+|[^\w\s]")
+_ZH_RE = re.compile(
+    r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[^\W\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+|[^\w\s]"
+)
 
 
 @functools.cache

@@ -7,7 +7,12 @@ import pytest
 from multimsd.align import run
 from multimsd.errors import MultimsdError
 
-GOOD = {"article_id": "a1", "lang": "en", "complex": ["A complex sentence here."], "simple": ["A simple one here."]}
+GOOD = {
+    "article_id": "a1",
+    "lang": "en",
+    "complex": ["A complex sentence here."],
+    "simple": ["A simple one here."],
+}
 
 
 def cfg(tmp_path, **over):
@@ -45,7 +50,10 @@ def line(**over):
         ("[1, 2]", r"expected a JSON object"),
         ("\n\n", r"no records"),
         (line() + "\n" + line(), r"article 'a1' \(en\) appears twice"),
-        (line().encode() + b"\n" + line(article_id="b\xff").encode("utf-8").replace(b"b", b"b\xff", 1), r":2: not valid UTF-8"),
+        (
+            line().encode() + b"\n" + line(article_id="b\xff").encode("utf-8").replace(b"b", b"b\xff", 1),
+            r":2: not valid UTF-8",
+        ),
     ],
 )
 def test_bad_jsonl(tmp_path, content, message):
@@ -70,6 +78,8 @@ def test_missing_file(tmp_path):
         ({"data__languages": ["en", "klingon"]}, "unknown language code"),
         ({"data__languages": ["de"]}, "no article pairs in languages de"),
         ({"mode": "train"}, "mode="),
+        ({"output__push_to_hub": True}, "needs output.hub_repo_id"),
+        ({"aligner__margin_k": 0}, "margin_k"),
     ],
 )
 def test_bad_options(tmp_path, over, message):

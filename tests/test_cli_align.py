@@ -136,7 +136,10 @@ def test_bad_input_exit_code(tmp_path, python, repo_root):
     bad.write_text('{"article_id": "a", "lang": "en", "complex": "x", "simple": "y"}\n{oops\n')
     proc = run_cli(python, repo_root, f"data.path={bad}", f"output.dir={tmp_path / 'out'}")
     assert proc.returncode == 2
-    assert proc.stderr.strip() == f"error: {bad}:2: malformed JSON (Expecting property name enclosed in double quotes, column 2)"
+    assert (
+        proc.stderr.strip()
+        == f"error: {bad}:2: malformed JSON (Expecting property name enclosed in double quotes, column 2)"
+    )
     assert not (tmp_path / "out").exists()
 
 

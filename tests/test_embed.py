@@ -11,7 +11,12 @@ from multimsd.config import EmbedderConfig
 from multimsd.embed import Embedder
 from multimsd.errors import MultimsdError
 
-TEXTS = ["Deep vein thrombosis is a clot.", "Ein Blutgerinnsel im Bein.", "脚の静脈に血栓ができます。", "short"]
+TEXTS = [
+    "Deep vein thrombosis is a clot.",
+    "Ein Blutgerinnsel im Bein.",
+    "脚の静脈に血栓ができます。",
+    "short",
+]
 
 
 @pytest.fixture(scope="module")
@@ -70,13 +75,17 @@ def test_cache_hits_skip_the_model(tiny_encoder, tmp_path):
     c = second.encode(TEXTS[:1], prefix="passage: ")
     assert second.n_encoded == 1 and not np.allclose(c[0], b[0])
     # Another pooling is another model fingerprint: nothing shared.
-    third = Embedder(EmbedderConfig(name="tiny", model=str(tiny_encoder), backend="transformers", pooling="mean"), tmp_path)
+    third = Embedder(
+        EmbedderConfig(name="tiny", model=str(tiny_encoder), backend="transformers", pooling="mean"), tmp_path
+    )
     third.encode(TEXTS[:2])
     assert third.n_encoded == 2
 
 
 def test_prefix_is_prepended(tiny_encoder, tmp_path):
-    cfg = EmbedderConfig(name="tiny", model=str(tiny_encoder), backend="transformers", pooling="mean", cache_embeddings=False)
+    cfg = EmbedderConfig(
+        name="tiny", model=str(tiny_encoder), backend="transformers", pooling="mean", cache_embeddings=False
+    )
     e = Embedder(cfg, tmp_path)
     np.testing.assert_allclose(e.encode(["x y z"], prefix="query: "), e.encode(["query: x y z"]), atol=1e-6)
 
@@ -85,7 +94,9 @@ def test_bad_backend_and_pooling(tiny_encoder, tmp_path):
     with pytest.raises(MultimsdError, match="backend"):
         Embedder(EmbedderConfig(model=str(tiny_encoder), backend="onnx"), tmp_path).encode(["a"])
     with pytest.raises(MultimsdError, match="pooling"):
-        Embedder(EmbedderConfig(model=str(tiny_encoder), backend="transformers", pooling="max"), tmp_path).encode(["a"])
+        Embedder(
+            EmbedderConfig(model=str(tiny_encoder), backend="transformers", pooling="max"), tmp_path
+        ).encode(["a"])
 
 
 def test_missing_local_model_is_one_clear_error(tmp_path):

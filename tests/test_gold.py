@@ -50,7 +50,13 @@ def test_split_gold_ids():
 
 def test_load_gold(tmp_path):
     p = tmp_path / "gold.jsonl"
-    rec = {"article_id": "a", "lang": "en", "complex": ["c0", "c1"], "simple": ["s0"], "gold": [[0, 0], [[0, 1], 0]]}
+    rec = {
+        "article_id": "a",
+        "lang": "en",
+        "complex": ["c0", "c1"],
+        "simple": ["s0"],
+        "gold": [[0, 0], [[0, 1], 0]],
+    }
     p.write_text(json.dumps(rec) + "\n", encoding="utf-8")
     (doc,) = load_gold(p)
     assert doc.gold == {((0,), (0,)), ((0, 1), (0,))}

@@ -108,7 +108,9 @@ def test_faiss_ties_are_ordered_like_numpy():
     assert pairs(a) == [(0, 0), (0, 1), (1, 0), (2, 0)]
 
 
-@pytest.mark.parametrize(("method", "theta"), [("symmetric", 1.01), ("asymmetric", -1.5), ("margin", -0.1), ("nearest", 0.5)])
+@pytest.mark.parametrize(
+    ("method", "theta"), [("symmetric", 1.01), ("asymmetric", -1.5), ("margin", -0.1), ("nearest", 0.5)]
+)
 def test_bad_thresholds_and_methods(method, theta):
     with pytest.raises(MultimsdError):
         check_threshold(method, theta)

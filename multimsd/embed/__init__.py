@@ -56,7 +56,9 @@ def _load_st(cfg: EmbedderConfig, device, local_files_only: bool):
     from sentence_transformers import SentenceTransformer, models
 
     if cfg.backend == "sentence-transformers":
-        return SentenceTransformer(cfg.model, device=device, trust_remote_code=False, local_files_only=local_files_only)
+        return SentenceTransformer(
+            cfg.model, device=device, trust_remote_code=False, local_files_only=local_files_only
+        )
     if cfg.pooling not in ("cls", "mean"):
         raise MultimsdError(f"embedder.pooling={cfg.pooling!r}: choose cls or mean")
     word = models.Transformer(
