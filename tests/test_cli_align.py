@@ -99,7 +99,7 @@ def test_gold_mode(aligned, python, repo_root):
         f"cache_dir={tmp / 'cache'}",
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "| method |" in proc.stdout
+    assert "| lang | symmetric θ |" in proc.stdout
     results = json.loads((report / "gold_results.json").read_text())
     assert set(results["methods"]) == {"symmetric", "asymmetric", "margin"}
     for per_lang in results["methods"].values():

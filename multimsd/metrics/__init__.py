@@ -1,6 +1,13 @@
-"""Evaluation metrics: EASSE-identical corpus SARI and EASSE-setting BLEU."""
+"""Evaluation metrics: EASSE-identical corpus SARI, EASSE-setting BLEU, METEOR, FKGL and EASSE-style
+quality features, with language-aware tokenisation for de en es fr it ja pt ru zh.
+
+Importing this package registers the ``ja-mecab`` and ``zh-char`` tokenisers (:mod:`.tokenize`).
+"""
 
 from multimsd.metrics.bleu import bleu_signature, corpus_bleu
+from multimsd.metrics.features import quality_features
+from multimsd.metrics.meteor import corpus_meteor, meteor_mode, sentence_meteor
+from multimsd.metrics.readability import FKGL_LANGS, corpus_fkgl
 from multimsd.metrics.sari import (
     SariStatistics,
     available_tokenizers,
@@ -11,16 +18,34 @@ from multimsd.metrics.sari import (
     register_tokenizer,
     sentence_sari,
 )
+from multimsd.metrics.tokenize import (
+    DEFAULT_TOKENIZER,
+    SUPPORTED_LANGS,
+    TOKENIZER_DESCRIPTIONS,
+    default_tokenizer,
+    resolve_tokenizer,
+)
 
 __all__ = [
+    "DEFAULT_TOKENIZER",
+    "FKGL_LANGS",
+    "SUPPORTED_LANGS",
+    "TOKENIZER_DESCRIPTIONS",
     "SariStatistics",
     "available_tokenizers",
     "bleu_signature",
     "corpus_bleu",
+    "corpus_fkgl",
+    "corpus_meteor",
     "corpus_sari",
     "corpus_sari_operation_scores",
+    "default_tokenizer",
     "get_tokenizer",
+    "meteor_mode",
     "normalize",
+    "quality_features",
     "register_tokenizer",
+    "resolve_tokenizer",
+    "sentence_meteor",
     "sentence_sari",
 ]
