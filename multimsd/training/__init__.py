@@ -1,0 +1,1 @@
+"""Training utilities for multimsd simplifiers (losses; the training loop lives elsewhere)."""
