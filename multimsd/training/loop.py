@@ -1,0 +1,466 @@
+"""The training stage: ``accelerate launch train.py [overrides]`` -> :func:`run`.
+
+Read top to bottom, :func:`run` is the whole stage (MultiMSD sections 4-5):
+
+1. data: the aligned pairs (align.py output, JSONL/TSV, or the sample's gold pairs), mono or multi;
+2. model: mBART-50 (full fine-tuning) or a chat LM with LoRA (Llama-3.1-8B-Instruct; SmolLM2 offline);
+3. an explicit Accelerate loop: ``prepare``, ``accumulate``, clipping, scheduler, and the novel-token
+   weighted cross-entropy normalised by the label tokens of the *whole* accumulated, all-process batch;
+4. each epoch: validation cross-entropy and SARI / BLEU on generated outputs (gathered over processes),
+   early stopping on the validation loss (or SARI), the best model kept, a resumable checkpoint saved;
+5. predictions of the best model per language for validation and test, and ``all_results.json``.
+
+``mode=icl`` skips training: 0-shot or k-shot prompting of a chat model (paper section 5.2).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import shutil
+from itertools import islice
+from pathlib import Path
+
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from multimsd.errors import MultimsdError
+from multimsd.training.config import TrainConfig
+from multimsd.training.data import Collator, load_pairs, select, tokenize_rows, write_jsonl
+from multimsd.training.loss import weighted_cross_entropy
+from multimsd.training.modeling import load_model_and_tokenizer
+from multimsd.training.predict import generate, score_predictions
+
+log = logging.getLogger(__name__)
+
+
+def to_train_config(cfg: TrainConfig | DictConfig | dict) -> TrainConfig:
+    if isinstance(cfg, TrainConfig):
+        return cfg
+    merged = OmegaConf.merge(
+        OmegaConf.structured(TrainConfig), cfg if isinstance(cfg, DictConfig) else OmegaConf.create(cfg)
+    )
+    return OmegaConf.to_object(merged)
+
+
+def check_config(cfg: TrainConfig) -> None:
+    if cfg.mode not in ("train", "icl"):
+        raise MultimsdError(f"mode={cfg.mode!r}: choose train or icl")
+    if not (math.isfinite(cfg.loss.theta) and cfg.loss.theta > 0):
+        raise MultimsdError(
+            f"loss.theta={cfg.loss.theta}: must be > 0 (1 = plain cross-entropy; paper: 2, 4, 8)"
+        )
+    if cfg.model.kind not in ("causal", "seq2seq"):
+        raise MultimsdError(f"model.kind={cfg.model.kind!r}: choose causal or seq2seq")
+    if cfg.eval.early_stopping_metric not in ("loss", "sari"):
+        raise MultimsdError(
+            f"eval.early_stopping_metric={cfg.eval.early_stopping_metric!r}: choose loss or sari"
+        )
+    if cfg.mode == "icl" and cfg.model.kind != "causal":
+        raise MultimsdError("mode=icl prompts a chat model: use a causal model (e.g. model=smollm2_lora)")
+    if cfg.optim.batch_size < 1 or cfg.optim.grad_accum < 1:
+        raise MultimsdError("optim.batch_size and optim.grad_accum must be >= 1")
+    if cfg.hub.push and not cfg.hub.repo_id:
+        raise MultimsdError("hub.push=true needs hub.repo_id=<user>/<name>")
+
+
+def config_fingerprint(cfg: TrainConfig) -> dict:
+    """What a checkpoint must agree on to be resumed: the model, data and optimisation (not eval knobs)."""
+    c = OmegaConf.to_container(OmegaConf.structured(cfg))
+    return {k: c[k] for k in ("model", "data", "loss", "optim", "seed")}
+
+
+# ---------------------------------------------------------------------------------------------- checkpoints
+class TrainState:
+    """Loop counters saved with every checkpoint (Accelerate's register_for_checkpointing protocol)."""
+
+    def __init__(self) -> None:
+        self.epoch = 0  # epoch in progress
+        self.step = 0  # optimizer steps done
+        self.batches_in_epoch = 0  # micro-batches of `epoch` already consumed
+        self.best: float | None = None
+        self.bad_epochs = 0
+        self.history: list[dict] = []
+        self.done = False
+
+    def state_dict(self) -> dict:
+        return dict(vars(self))
+
+    def load_state_dict(self, d: dict) -> None:
+        vars(self).update(d)
+
+
+def last_checkpoint(out: Path) -> Path | None:
+    ckpts = sorted((out / "checkpoints").glob("step_*"), key=lambda p: int(p.name.split("_")[1]))
+    return ckpts[-1] if ckpts else None
+
+
+def save_checkpoint(accelerator, out: Path, state: TrainState, keep: int = 2) -> None:
+    """Model, optimizer, scheduler, RNG states and :class:`TrainState`; the last ``keep`` are kept.
+
+    Written under a temporary name and renamed when complete, so a run killed mid-save (SIGKILL, OOM,
+    pre-emption) leaves only whole checkpoints for the next run to resume from.
+    """
+    final = out / "checkpoints" / f"step_{state.step:08d}"
+    tmp = out / "checkpoints" / f".tmp_step_{state.step:08d}"
+    accelerator.save_state(str(tmp))
+    accelerator.wait_for_everyone()
+    if accelerator.is_main_process:
+        if final.exists():
+            shutil.rmtree(final)
+        tmp.rename(final)
+        for p in sorted((out / "checkpoints").glob("step_*"))[:-keep]:
+            shutil.rmtree(p, ignore_errors=True)
+    accelerator.wait_for_everyone()
+
+
+# ---------------------------------------------------------------------------------------------- evaluation
+@torch.no_grad()
+def validation_loss(model, dataloader, accelerator, kind: str) -> float:
+    """Token-averaged plain cross-entropy over the whole validation split (all processes)."""
+    model.eval()
+    total, count = torch.zeros((), device=accelerator.device), torch.zeros((), device=accelerator.device)
+    for batch in dataloader:
+        out = model(
+            input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], **_labels_kw(batch, kind)
+        )
+        labels = batch["labels"]
+        if kind == "causal":
+            logits, labels = out.logits[:, :-1], labels[:, 1:]
+        else:
+            logits = out.logits
+        ce = torch.nn.functional.cross_entropy(
+            logits.float().reshape(-1, logits.shape[-1]),
+            labels.reshape(-1),
+            ignore_index=-100,
+            reduction="none",
+        ).view(labels.shape)
+        per_ex_sum, per_ex_n = ce.sum(1), (labels != -100).sum(1).float()
+        # gather_for_metrics drops the samples Accelerate duplicated to even out the last batch
+        per_ex_sum, per_ex_n = accelerator.gather_for_metrics((per_ex_sum, per_ex_n))
+        total += per_ex_sum.sum()
+        count += per_ex_n.sum()
+    model.train()
+    return float(total / count.clamp(min=1))
+
+
+def _labels_kw(batch: dict, kind: str) -> dict:
+    # Seq2seq models build decoder inputs from the labels (shift right with decoder_start_token_id).
+    return {"labels": batch["labels"]} if kind == "seq2seq" else {}
+
+
+def evaluate_epoch(cfg: TrainConfig, model, tokenizer, val_dl, val_rows, accelerator) -> dict:
+    metrics: dict = {}
+    if val_dl is not None:
+        metrics["val_loss"] = validation_loss(model, val_dl, accelerator, cfg.model.kind)
+    if cfg.eval.generate and val_rows:
+        preds = generate(cfg, accelerator.unwrap_model(model), tokenizer, val_rows, accelerator)
+        if accelerator.is_main_process:
+            metrics.update(score_predictions(val_rows, preds))
+    return metrics
+
+
+def _improved(cfg: TrainConfig, metrics: dict, best: float | None) -> tuple[bool, float | None]:
+    key = "val_loss" if cfg.eval.early_stopping_metric == "loss" else "sari"
+    value = metrics.get(key)
+    if value is None:
+        return True, best
+    better = best is None or (value < best if key == "val_loss" else value > best)
+    return better, value if better else best
+
+
+# ---------------------------------------------------------------------------------------------- the stage
+def run(cfg: TrainConfig | DictConfig | dict) -> dict:
+    """Train (or prompt, ``mode=icl``) and evaluate; return the final metrics (also in all_results.json)."""
+    from accelerate import Accelerator
+    from accelerate.utils import DataLoaderConfiguration, set_seed
+
+    cfg = to_train_config(cfg)
+    check_config(cfg)
+    out = Path(cfg.output_dir)
+    rows = select(load_pairs(cfg.data.path), cfg.data, cfg.seed)
+    if not rows["train"] and cfg.mode == "train":
+        raise MultimsdError("the training split is empty")
+    val_rows = (
+        rows["validation"][: cfg.data.max_eval_examples] if cfg.data.max_eval_examples else rows["validation"]
+    )
+    test_rows = rows["test"][: cfg.data.max_eval_examples] if cfg.data.max_eval_examples else rows["test"]
+
+    accelerator = Accelerator(
+        gradient_accumulation_steps=cfg.optim.grad_accum,
+        log_with=list(cfg.report_to) or None,
+        project_dir=str(out),
+        # A seedable sampler makes the shuffle a function of (seed, epoch): the same order after a resume.
+        dataloader_config=DataLoaderConfiguration(use_seedable_sampler=True),
+    )
+    set_seed(cfg.seed)
+    fingerprint = config_fingerprint(cfg)
+    _check_resume_target(out, fingerprint, cfg)
+    model, tokenizer = load_model_and_tokenizer(cfg.model)
+    if cfg.mode == "icl":
+        return run_icl(cfg, model, tokenizer, rows, val_rows, test_rows, accelerator, out)
+
+    # --- data: tokenised once on the main process first (the others then read the same result)
+    import datasets
+
+    with accelerator.main_process_first():
+        tok = {
+            split: datasets.Dataset.from_list(
+                tokenize_rows(tokenizer, rows[split], cfg.model.kind, cfg.data.max_length)
+            )
+            for split in ("train", "validation")
+        }
+    if len(tok["train"]) == 0:
+        raise MultimsdError("no training example fits data.max_length")
+    collate = Collator(tokenizer.pad_token_id)
+    cols = ["input_ids", "labels", "novel"]
+    train_dl = torch.utils.data.DataLoader(
+        tok["train"].select_columns(cols),
+        batch_size=cfg.optim.batch_size,
+        shuffle=True,
+        collate_fn=collate,
+        num_workers=cfg.data.num_workers,
+    )
+    val_dl = (
+        torch.utils.data.DataLoader(
+            tok["validation"].select_columns(cols), batch_size=cfg.eval.batch_size, collate_fn=collate
+        )
+        if len(tok["validation"])
+        else None
+    )
+
+    # --- optimisation
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=cfg.optim.lr, weight_decay=cfg.optim.weight_decay)
+    steps_per_epoch = math.ceil(len(train_dl) / cfg.optim.grad_accum)
+    total_steps = steps_per_epoch * cfg.optim.epochs
+    if cfg.optim.max_steps:
+        total_steps = min(total_steps, cfg.optim.max_steps)
+    from transformers import get_scheduler
+
+    scheduler = get_scheduler(
+        cfg.optim.scheduler,
+        optimizer,
+        num_warmup_steps=int(cfg.optim.warmup_ratio * total_steps),
+        num_training_steps=total_steps,
+    )
+    model, optimizer, train_dl, scheduler = accelerator.prepare(model, optimizer, train_dl, scheduler)
+    if val_dl is not None:
+        val_dl = accelerator.prepare(val_dl)
+    state = TrainState()
+    accelerator.register_for_checkpointing(state)
+    if cfg.report_to:
+        accelerator.init_trackers("multimsd", config=fingerprint)
+
+    resumed_from = None
+    ckpt = last_checkpoint(out) if cfg.resume else None
+    if ckpt is not None:
+        accelerator.load_state(str(ckpt))
+        resumed_from = str(ckpt)
+        accelerator.print(f"resumed from {ckpt} (epoch {state.epoch}, step {state.step})")
+    elif accelerator.is_main_process:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "train_config.json").write_text(json.dumps(fingerprint, indent=2) + "\n", encoding="utf-8")
+
+    results: dict = {"resumed_from": resumed_from}
+    if cfg.eval.before_training and ckpt is None:
+        results["before"] = evaluate_epoch(cfg, model, tokenizer, val_dl, val_rows, accelerator)
+        accelerator.print(f"before training: {_fmt(results['before'])}")
+
+    # --- the loop
+    model.train()
+    scale = cfg.optim.grad_accum * accelerator.num_processes  # see multimsd.training.loss: undo averaging
+    shift = cfg.model.kind == "causal"
+    from tqdm.auto import tqdm
+
+    bar = tqdm(
+        total=total_steps, initial=state.step, desc="training", disable=not accelerator.is_local_main_process
+    )
+    while not state.done and state.epoch < cfg.optim.epochs:
+        train_dl.set_epoch(state.epoch)
+        dl = (
+            accelerator.skip_first_batches(train_dl, state.batches_in_epoch)
+            if state.batches_in_epoch
+            else train_dl
+        )
+        it = iter(dl)
+        while True:
+            # One optimizer step = grad_accum micro-batches; count their label tokens over all processes
+            # first, so every micro-batch loss is normalised by the same global number.
+            window = list(islice(it, cfg.optim.grad_accum))
+            if not window:
+                break
+            n_local = sum(int((b["labels"][:, 1:] if shift else b["labels"]).ne(-100).sum()) for b in window)
+            n_global = (
+                accelerator.gather(torch.tensor([n_local], device=accelerator.device)).sum().clamp(min=1)
+            )
+            step_loss = torch.zeros((), device=accelerator.device)
+            for batch in window:
+                with accelerator.accumulate(model):
+                    outputs = model(
+                        input_ids=batch["input_ids"],
+                        attention_mask=batch["attention_mask"],
+                        **_labels_kw(batch, cfg.model.kind),
+                    )
+                    loss = weighted_cross_entropy(
+                        outputs.logits,
+                        batch["labels"],
+                        novel_mask=batch["novel"],
+                        theta=cfg.loss.theta,
+                        num_items=n_global,
+                        label_smoothing=cfg.loss.label_smoothing,
+                        shift=shift,
+                    )
+                    accelerator.backward(loss * scale)
+                    if accelerator.sync_gradients and cfg.optim.max_grad_norm:
+                        accelerator.clip_grad_norm_(model.parameters(), cfg.optim.max_grad_norm)
+                    optimizer.step()
+                    scheduler.step()
+                    optimizer.zero_grad()
+                step_loss += loss.detach()
+                state.batches_in_epoch += 1
+            state.step += 1
+            loss_value = float(accelerator.reduce(step_loss, reduction="sum"))
+            state.history.append({"step": state.step, "epoch": state.epoch, "loss": loss_value})
+            accelerator.log({"train/loss": loss_value, "lr": scheduler.get_last_lr()[0]}, step=state.step)
+            bar.update(1)
+            bar.set_postfix(loss=f"{loss_value:.4f}")
+            if cfg.checkpoint_every and state.step % cfg.checkpoint_every == 0:
+                save_checkpoint(accelerator, out, state)
+            if cfg.optim.max_steps and state.step >= cfg.optim.max_steps:
+                state.done = True
+                break
+        # --- end of epoch: evaluate, keep the best, stop early, checkpoint
+        metrics = evaluate_epoch(cfg, model, tokenizer, val_dl, val_rows, accelerator)
+        if accelerator.num_processes > 1:  # generation metrics exist on the main process: share them
+            from accelerate.utils import broadcast_object_list
+
+            metrics = broadcast_object_list([metrics])[0]
+        accelerator.print(f"epoch {state.epoch}: {_fmt(metrics)}")
+        accelerator.log(
+            {f"val/{k}": v for k, v in metrics.items() if isinstance(v, int | float)}, step=state.step
+        )
+        better, state.best = _improved(cfg, metrics, state.best)
+        state.history.append({"epoch": state.epoch, **metrics, "best": better})
+        if better:
+            state.bad_epochs = 0
+            save_model(accelerator, model, tokenizer, out / "best")
+        else:
+            state.bad_epochs += 1
+            if state.bad_epochs >= cfg.eval.patience:
+                accelerator.print(f"early stopping: no improvement for {state.bad_epochs} epoch(s)")
+                state.done = True
+        state.epoch += 1
+        state.batches_in_epoch = 0
+        save_checkpoint(accelerator, out, state)
+    bar.close()
+
+    # --- final: the best model's predictions, and the results file
+    accelerator.wait_for_everyone()
+    results["history"] = state.history
+    results["after"] = next((h for h in reversed(state.history) if h.get("best")), {})
+    best = load_best(cfg, out / "best", accelerator, model)
+    write_predictions(
+        cfg, best, tokenizer, {"validation": val_rows, "test": test_rows}, accelerator, out, results
+    )
+    if cfg.hub.push:
+        from multimsd.training.hub import push_model
+
+        push_model(cfg, out / "best", results)
+    accelerator.end_training()
+    return results
+
+
+def run_icl(cfg, model, tokenizer, rows, val_rows, test_rows, accelerator, out: Path) -> dict:
+    """k-shot prompting (no training): shots are seeded random *validation* pairs of the same language."""
+    model = accelerator.prepare(model)
+    results: dict = {"mode": "icl", "shots": cfg.icl.shots}
+    # Shots come from validation, so score on test only (a shot could otherwise be its own answer).
+    write_predictions(
+        cfg, model, tokenizer, {"test": test_rows}, accelerator, out, results, shot_pool=rows["validation"]
+    )
+    return results
+
+
+def save_model(accelerator, model, tokenizer, path: Path) -> None:
+    """The model (or the LoRA adapter alone) and tokenizer, replacing an earlier copy atomically."""
+    accelerator.wait_for_everyone()
+    if accelerator.is_main_process:
+        from multimsd.fsutil import atomic_directory
+
+        with atomic_directory(path) as tmp:
+            accelerator.unwrap_model(model).save_pretrained(str(tmp), save_function=accelerator.save)
+            tokenizer.save_pretrained(str(tmp))
+    accelerator.wait_for_everyone()
+
+
+def load_best(cfg: TrainConfig, path: Path, accelerator, model):
+    """The best epoch's weights, loaded back into the trained model object."""
+    unwrapped = accelerator.unwrap_model(model)
+    if not path.exists():
+        return unwrapped
+    if cfg.model.lora.enabled:
+        from peft import set_peft_model_state_dict
+        from peft.utils import load_peft_weights
+
+        set_peft_model_state_dict(unwrapped, load_peft_weights(str(path)))
+    else:
+        from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM
+
+        auto = AutoModelForCausalLM if cfg.model.kind == "causal" else AutoModelForSeq2SeqLM
+        unwrapped.load_state_dict(auto.from_pretrained(str(path)).state_dict())
+    return unwrapped
+
+
+def write_predictions(
+    cfg, model, tokenizer, splits: dict, accelerator, out: Path, results: dict, shot_pool=None
+) -> None:
+    """Per split: ``predictions/<split>/<lang>.txt`` (one line a row, evaluate.py's format), the references
+    (``references.jsonl``), and SARI / BLEU per language into ``all_results.json``."""
+    for split, split_rows in splits.items():
+        if not split_rows:
+            continue
+        preds = generate(cfg, model, tokenizer, split_rows, accelerator, shot_pool=shot_pool)
+        if not accelerator.is_main_process:
+            continue
+        d = out / "predictions" / split
+        d.mkdir(parents=True, exist_ok=True)
+        for lang in sorted({r["lang"] for r in split_rows}):
+            lines = [p.replace("\n", " ") for r, p in zip(split_rows, preds) if r["lang"] == lang]
+            (d / f"{lang}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        write_jsonl(
+            d / "references.jsonl", [{k: r[k] for k in ("complex", "simple", "lang")} for r in split_rows]
+        )
+        results[split] = score_predictions(split_rows, preds)
+        accelerator.print(f"{split}: {_fmt(results[split])}")
+    if accelerator.is_main_process:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "all_results.json").write_text(
+            json.dumps(results, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
+
+
+def _check_resume_target(out: Path, fingerprint: dict, cfg: TrainConfig) -> None:
+    """A checkpoint directory written by a *different* configuration is never resumed or overwritten."""
+    if cfg.mode == "train" and not cfg.resume and last_checkpoint(out) is not None:
+        raise MultimsdError(
+            f"{out} already holds checkpoints; pass resume=true to continue, or another output_dir"
+        )
+    saved = out / "train_config.json"
+    if cfg.mode == "train" and cfg.resume and saved.exists():
+        old = json.loads(saved.read_text(encoding="utf-8"))
+        if old != json.loads(json.dumps(fingerprint)):
+            diff = sorted(k for k in fingerprint if old.get(k) != json.loads(json.dumps(fingerprint[k])))
+            raise MultimsdError(
+                f"{out} holds checkpoints of a different configuration (differs in: {', '.join(diff)}); "
+                f"choose another output_dir or pass resume=false with a fresh output_dir"
+            )
+
+
+def _fmt(metrics: dict) -> str:
+    return ", ".join(
+        f"{k} {v:.4f}" if isinstance(v, float) else f"{k} {v}"
+        for k, v in metrics.items()
+        if not isinstance(v, dict)
+    )
