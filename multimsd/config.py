@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from hydra.core.config_store import ConfigStore
+from omegaconf import OmegaConf
 
 from multimsd import LANGUAGES
 
@@ -125,7 +126,72 @@ class AlignConfig:
     seed: int = 42
 
 
+# ------------------------------------------------------------------------------------------------ evaluation
+@dataclass
+class RefsConfig:
+    # A directory saved with save_to_disk (the output of align.py; columns complex, simple, lang), or a JSONL
+    # file (complex, simple = a string or a list of strings for several references, lang).
+    # null (and no `source`) = align.py's default output directory, which must exist (run align.py first).
+    path: str | None = None
+    split: str = "test"  # split of a saved DatasetDict used as the reference set
+    # Plain text instead: one source sentence a line, one or more reference files parallel to it, one language.
+    source: str | None = None
+    references: list[str] = field(default_factory=list)
+    lang: str | None = None
+    # Evaluate only these languages (null = every language in the reference set).
+    languages: list[str] | None = None
+
+
+@dataclass
+class MetricsConfig:
+    # Which metrics to compute: sari bleu ter chrf meteor fkgl quality.
+    include: list[str] = field(
+        default_factory=lambda: ["sari", "bleu", "ter", "chrf", "meteor", "fkgl", "quality"]
+    )
+    # Lowercase before scoring (EASSE's command-line default; SARI, BLEU, TER, chrF, METEOR, quality features).
+    lowercase: bool = True
+    meteor_mode: str = "auto"  # auto | exact | exact+stem | exact+stem+synonym
+    bleu_smooth: str = "exp"  # sacrebleu smoothing (EASSE: exp)
+
+
+@dataclass
+class TermsConfig:
+    # Distinct medical-term types in sources, references and every system's outputs (paper Table 8).
+    enabled: bool = True
+    # Directory with one dictionary per language, <lang>.txt / .xml / .bin / .csv (see multimsd.metrics.terms);
+    # null = the small demo lists bundled with multimsd. Languages without a file there are skipped.
+    dir: str | None = None
+
+
+@dataclass
+class EvalOutputConfig:
+    dir: str = "outputs/evaluation"
+    plot: bool = True  # scores.png
+    print_table: bool = True
+
+
+@dataclass
+class EvaluateConfig:
+    refs: RefsConfig = field(default_factory=RefsConfig)
+    # name -> predictions: a text file (one line per reference row), a directory of <lang>.txt files, a JSONL
+    # file or saved dataset with a `prediction` column, or a built-in baseline ("@identity": copy the source).
+    systems: dict[str, str] = field(default_factory=lambda: {"identity": "@identity"})
+    # Per-language tokenizer override (lang -> registered name); default multimsd.metrics.default_tokenizer.
+    tokenizer: dict[str, str] = field(default_factory=dict)
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
+    terms: TermsConfig = field(default_factory=TermsConfig)
+    # Ranking criterion: a metric (sari, bleu, chrf, meteor) or mean(<metric>,<metric>,...).
+    select_by: str = "mean(sari,bleu)"
+    output: EvalOutputConfig = field(default_factory=EvalOutputConfig)
+
+
 def register_configs() -> None:
     """Register the schemas with Hydra (idempotent)."""
     cs = ConfigStore.instance()
     cs.store(name="align_schema", node=AlignConfig)
+    evaluate_node = OmegaConf.structured(EvaluateConfig)
+    # Name -> value maps take new keys without Hydra's "+" (systems.mine=preds.txt, tokenizer.zh=intl);
+    # every other key of the schema stays strict, so typos still fail at start-up.
+    for key in ("systems", "tokenizer"):
+        OmegaConf.set_struct(evaluate_node[key], False)
+    cs.store(name="evaluate_schema", node=evaluate_node)
