@@ -25,8 +25,15 @@ test: setup  ## the test suite (what .ci/run runs)
 test-all: setup  ## including slow tests
 	$(PY) -m pytest -m "not gpu"
 
-demo: setup  ## align the bundled sample offline, all nine languages
-	$(PY) align.py output.dir=outputs/demo/aligned
+DEMO := outputs/demo
+
+demo: setup  ## the whole pipeline offline on the bundled sample: align -> train -> evaluate -> report
+	$(PY) align.py output.dir=$(DEMO)/aligned
+	rm -rf $(DEMO)/train  # a fresh run each time (train.py would otherwise resume its last checkpoint)
+	$(PY) train.py data.path=$(DEMO)/aligned output_dir=$(DEMO)/train
+	$(PY) evaluate.py refs.path=$(DEMO)/train/predictions/test/references.jsonl \
+		systems.smollm2_lora=$(DEMO)/train/predictions/test systems.identity=@identity output.dir=$(DEMO)/evaluation
+	@echo "report: $(DEMO)/evaluation/table.md"
 
 gold: setup  ## Table-3-style θ tuning on the bundled gold
 	$(PY) align.py mode=gold gold.report_dir=outputs/demo/gold

@@ -51,8 +51,6 @@ else:
         _mine = [p for p in sys.path if isinstance(p, str) and os.path.realpath(p or ".") == _here]
         sys.path[:] = [p for p in sys.path if p not in _mine] + _mine
 
-    import logging
-
     import hydra
     from omegaconf import DictConfig
 
@@ -62,16 +60,10 @@ else:
 
     @hydra.main(version_base="1.3", config_path="conf", config_name="evaluate")
     def main(cfg: DictConfig) -> None:
-        from multimsd.errors import MultimsdError
+        from multimsd.cli import run_stage
         from multimsd.evaluation import run
 
-        logging.getLogger("multimsd").setLevel(logging.INFO)
-        try:
-            run(cfg)
-        except MultimsdError as e:
-            # One clear line for input/environment problems; tracebacks are for bugs.
-            print(f"error: {e}", file=sys.stderr)
-            sys.exit(2)
+        run_stage(run, cfg)
 
     if __name__ == "__main__":
         main()

@@ -127,3 +127,40 @@ def test_checkpoint_of_another_config_is_refused_and_kept(tmp_path):
     assert sorted(p.name for p in (tmp_path / "run" / "checkpoints").glob("step_*")) == ckpts
     with pytest.raises(MultimsdError, match="already holds checkpoints"):
         run({**tiny_cfg(tmp_path, optim__max_steps=1), "resume": False})
+
+
+def test_push_model_uploads_card_and_weights(tmp_path, monkeypatch):
+    calls = {}
+
+    class FakeApi:
+        def create_repo(self, repo_id, private=None, exist_ok=None):
+            calls["repo"] = (repo_id, private)
+
+        def upload_folder(self, folder_path, repo_id, commit_message=None):
+            from pathlib import Path
+
+            calls["files"] = sorted(p.name for p in Path(folder_path).iterdir())
+            calls["card"] = (Path(folder_path) / "README.md").read_text()
+
+    monkeypatch.setattr("huggingface_hub.HfApi", FakeApi)
+    res = run(tiny_cfg(tmp_path, hub__push=True, hub__repo_id="me/tiny", optim__max_steps=1))
+    assert calls["repo"] == ("me/tiny", True)
+    assert "config.json" in calls["files"] and "README.md" in calls["files"]
+    assert "tiny_mbart" in calls["card"] and "| validation |" in calls["card"]
+    assert "after" in res
+
+
+def test_push_failure_does_not_leak_token(tmp_path, monkeypatch, capsys):
+    token = "hf_SECRETsecretSECRET"
+    monkeypatch.setenv("HF_TOKEN", token)
+
+    class FailingApi:
+        def create_repo(self, *a, **k):
+            raise RuntimeError(f"401 for {token}")
+
+    monkeypatch.setattr("huggingface_hub.HfApi", FailingApi)
+    with pytest.raises(MultimsdError) as e:
+        run(tiny_cfg(tmp_path, hub__push=True, hub__repo_id="me/tiny", optim__max_steps=1))
+    assert token not in str(e.value)
+    captured = capsys.readouterr()
+    assert token not in captured.out + captured.err
