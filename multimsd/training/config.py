@@ -42,7 +42,7 @@ class TrainData:
     mode: str = "multi"
     max_length: int = 256
     max_train_examples: int | None = None
-    max_eval_examples: int | None = None  # per split, for generation-based metrics
+    max_eval_examples: int | None = None  # per language and split, for generation-based metrics
     num_workers: int = 0
 
 

@@ -19,6 +19,7 @@ import json
 import logging
 import math
 import shutil
+import time
 from itertools import islice
 from pathlib import Path
 
@@ -83,6 +84,8 @@ class TrainState:
         self.bad_epochs = 0
         self.history: list[dict] = []
         self.done = False
+        self.train_seconds = 0.0  # time in forward/backward/step only (not evaluation or checkpoints)
+        self.train_tokens = 0  # non-pad input tokens + label tokens seen by this process
 
     def state_dict(self) -> dict:
         return dict(vars(self))
@@ -182,10 +185,8 @@ def run(cfg: TrainConfig | DictConfig | dict) -> dict:
     rows = select(load_pairs(cfg.data.path), cfg.data, cfg.seed)
     if not rows["train"] and cfg.mode == "train":
         raise MultimsdError("the training split is empty")
-    val_rows = (
-        rows["validation"][: cfg.data.max_eval_examples] if cfg.data.max_eval_examples else rows["validation"]
-    )
-    test_rows = rows["test"][: cfg.data.max_eval_examples] if cfg.data.max_eval_examples else rows["test"]
+    val_rows = cap_per_language(rows["validation"], cfg.data.max_eval_examples)
+    test_rows = cap_per_language(rows["test"], cfg.data.max_eval_examples)
 
     accelerator = Accelerator(
         gradient_accumulation_steps=cfg.optim.grad_accum,
@@ -288,6 +289,7 @@ def run(cfg: TrainConfig | DictConfig | dict) -> dict:
         while True:
             # One optimizer step = grad_accum micro-batches; count their label tokens over all processes
             # first, so every micro-batch loss is normalised by the same global number.
+            t0 = time.perf_counter()
             window = list(islice(it, cfg.optim.grad_accum))
             if not window:
                 break
@@ -320,7 +322,9 @@ def run(cfg: TrainConfig | DictConfig | dict) -> dict:
                     optimizer.zero_grad()
                 step_loss += loss.detach()
                 state.batches_in_epoch += 1
+                state.train_tokens += int(batch["attention_mask"].sum()) + int(batch["labels"].ne(-100).sum())
             state.step += 1
+            state.train_seconds += time.perf_counter() - t0
             loss_value = float(accelerator.reduce(step_loss, reduction="sum"))
             state.history.append({"step": state.step, "epoch": state.epoch, "loss": loss_value})
             accelerator.log({"train/loss": loss_value, "lr": scheduler.get_last_lr()[0]}, step=state.step)
@@ -359,6 +363,12 @@ def run(cfg: TrainConfig | DictConfig | dict) -> dict:
     # --- final: the best model's predictions, and the results file
     accelerator.wait_for_everyone()
     results["history"] = state.history
+    tokens = int(
+        accelerator.reduce(torch.tensor(state.train_tokens, device=accelerator.device), reduction="sum")
+    )
+    results["train_tokens"] = tokens
+    results["train_seconds"] = state.train_seconds
+    results["train_tokens_per_second"] = tokens / state.train_seconds if state.train_seconds else 0.0
     results["after"] = next((h for h in reversed(state.history) if h.get("best")), {})
     best = load_best(cfg, out / "best", accelerator, model)
     write_predictions(
@@ -456,6 +466,19 @@ def _check_resume_target(out: Path, fingerprint: dict, cfg: TrainConfig) -> None
                 f"{out} holds checkpoints of a different configuration (differs in: {', '.join(diff)}); "
                 f"choose another output_dir or pass resume=false with a fresh output_dir"
             )
+
+
+def cap_per_language(rows: list[dict], n: int | None) -> list[dict]:
+    """The first ``n`` rows of each language (all rows when ``n`` is falsy), order kept."""
+    if not n:
+        return rows
+    seen: dict[str, int] = {}
+    out = []
+    for r in rows:
+        if seen.get(r["lang"], 0) < n:
+            seen[r["lang"]] = seen.get(r["lang"], 0) + 1
+            out.append(r)
+    return out
 
 
 def _fmt(metrics: dict) -> str:
