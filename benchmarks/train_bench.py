@@ -5,6 +5,12 @@ Throughput = non-pad input tokens + label tokens per second of training (model l
 evaluation excluded on both sides).
 
     python benchmarks/train_bench.py [--model smollm2_lora|tiny_llama|tiny_mbart] [--examples 32] [--batch-size 4]
+    python benchmarks/train_bench.py --llama8b-gpu [--seq-len 256 --batch-size 8 --steps 20 --peak-tflops 989]
+
+``--llama8b-gpu`` (needs CUDA): LoRA throughput and MFU of a model with Llama-3.1-8B's architecture built from
+its config with random weights (no download), bf16, the paper's LoRA (r=4, α=8, all linear projections).
+MFU = achieved FLOP/s / peak, with 4·N FLOPs per token for LoRA training (forward 2N + activation gradients
+2N; the frozen base needs no weight gradients) plus attention (4·layers·seq·d_model per token, fwd + bwd).
 """
 
 from __future__ import annotations
@@ -90,12 +96,86 @@ def hf_trainer(model: str, examples: int, batch: int, work: Path) -> dict:
     return {"train_tokens": tokens, "train_seconds": out.metrics["train_runtime"]}
 
 
+LLAMA31_8B = {
+    "vocab_size": 128256,
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "max_position_embeddings": 8192,
+    "rope_theta": 500000.0,
+    "rms_norm_eps": 1e-5,
+    "tie_word_embeddings": False,
+}
+
+
+def llama8b_gpu(batch: int, seq_len: int, steps: int, peak_tflops: float) -> None:
+    import time
+
+    from peft import LoraConfig, get_peft_model
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from multimsd.training.config import LLAMA_LORA_TARGETS
+    from multimsd.training.loss import weighted_cross_entropy
+
+    if not torch.cuda.is_available():
+        raise SystemExit("--llama8b-gpu needs a CUDA device")
+    torch.manual_seed(0)
+    with torch.device("cuda"):
+        model = LlamaForCausalLM(LlamaConfig(**LLAMA31_8B)).to(torch.bfloat16)
+    n_params = sum(p.numel() for p in model.parameters())
+    model = get_peft_model(
+        model, LoraConfig(r=4, lora_alpha=8, lora_dropout=0.05, target_modules=LLAMA_LORA_TARGETS)
+    )
+    model.gradient_checkpointing_enable()
+    model.enable_input_require_grads()
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=5e-5)
+    ids = torch.randint(0, LLAMA31_8B["vocab_size"], (batch, seq_len), device="cuda")
+    novel = torch.rand(batch, seq_len, device="cuda") < 0.3
+    times = []
+    for step in range(steps + 3):  # 3 warm-up steps
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        logits = model(input_ids=ids).logits
+        loss = weighted_cross_entropy(logits, ids, novel_mask=novel, theta=4.0, shift=True)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        torch.cuda.synchronize()
+        if step >= 3:
+            times.append(time.perf_counter() - t0)
+    step_s = sum(times) / len(times)
+    tokens = batch * seq_len
+    d, layers = LLAMA31_8B["hidden_size"], LLAMA31_8B["num_hidden_layers"]
+    flops_per_token = 4 * n_params + 4 * layers * seq_len * d
+    achieved = flops_per_token * tokens / step_s
+    print(
+        f"\n## Llama-3.1-8B architecture, LoRA r=4, bf16, batch {batch} x {seq_len}, {torch.cuda.get_device_name()}"
+    )
+    print(f"step time        : {step_s * 1000:.0f} ms")
+    print(f"throughput       : {tokens / step_s:,.0f} tokens/s")
+    print(f"MFU              : {100 * achieved / (peak_tflops * 1e12):.1f} % of {peak_tflops:.0f} TFLOP/s")
+    print(f"peak GPU memory  : {torch.cuda.max_memory_allocated() / 2**30:.1f} GiB")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", default="smollm2_lora", choices=sorted(MODELS))
     ap.add_argument("--examples", type=int, default=32)
     ap.add_argument("--batch-size", type=int, default=4)
+    ap.add_argument(
+        "--llama8b-gpu", action="store_true", help="LoRA throughput / MFU of Llama-3.1-8B's architecture"
+    )
+    ap.add_argument("--seq-len", type=int, default=256)
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument(
+        "--peak-tflops", type=float, default=989.0, help="the GPU's dense bf16 peak (H100/H200: 989)"
+    )
     args = ap.parse_args()
+    if args.llama8b_gpu:
+        llama8b_gpu(args.batch_size, args.seq_len, args.steps, args.peak_tflops)
+        return
     torch.manual_seed(0)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
