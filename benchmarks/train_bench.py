@@ -164,6 +164,7 @@ def main() -> None:
     ap.add_argument("--model", default="smollm2_lora", choices=sorted(MODELS))
     ap.add_argument("--examples", type=int, default=32)
     ap.add_argument("--batch-size", type=int, default=4)
+    ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument(
         "--llama8b-gpu", action="store_true", help="LoRA throughput / MFU of Llama-3.1-8B's architecture"
     )
@@ -177,11 +178,22 @@ def main() -> None:
         llama8b_gpu(args.batch_size, args.seq_len, args.steps, args.peak_tflops)
         return
     torch.manual_seed(0)
+    # Alternate the three (ABCABC...) and keep each one's fastest run, so warm-up and a busy moment on the
+    # machine do not favour whichever runs first.
+    best: dict[str, dict] = {}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        plain = ours(args.model, args.examples, args.batch_size, 1.0, work)
-        weighted = ours(args.model, args.examples, args.batch_size, 4.0, work)
-        trainer = hf_trainer(args.model, args.examples, args.batch_size, work)
+        for r in range(args.repeats):
+            runs = {
+                "plain": lambda r=r: ours(args.model, args.examples, args.batch_size, 1.0, work / f"r{r}"),
+                "weighted": lambda r=r: ours(args.model, args.examples, args.batch_size, 4.0, work / f"r{r}"),
+                "trainer": lambda r=r: hf_trainer(args.model, args.examples, args.batch_size, work / f"r{r}"),
+            }
+            for name, fn in runs.items():
+                res = fn()
+                if name not in best or res["train_seconds"] < best[name]["train_seconds"]:
+                    best[name] = res
+    plain, weighted, trainer = best["plain"], best["weighted"], best["trainer"]
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     tps = {
         k: r["train_tokens"] / r["train_seconds"]
