@@ -29,7 +29,7 @@ from multimsd.errors import MultimsdError
 from multimsd.filters import filter_pairs
 from multimsd.fsutil import atomic_directory, check_replaceable
 from multimsd.io import ArticlePair, check_languages, load_article_pairs
-from multimsd.match import METHODS, Match, article_knn, check_threshold, match_from_knn
+from multimsd.match import METHODS, SCORE_METHODS, Match, article_knn, check_threshold, match_from_knn
 from multimsd.split import SPLITS, split_article_ids
 from multimsd.stats import corpus_statistics, statistics_markdown
 
@@ -37,6 +37,9 @@ log = logging.getLogger(__name__)
 
 # Neighbours searched per sentence: the margin's k, and at least 4 so FAISS tie order can be made exact.
 MIN_SEARCH_K = 4
+
+
+MODES = ("align", "gold", "train_paraphrase", "imbalance")
 
 
 def to_config(cfg: AlignConfig | DictConfig | dict) -> AlignConfig:
@@ -49,8 +52,8 @@ def to_config(cfg: AlignConfig | DictConfig | dict) -> AlignConfig:
 
 
 def check_config(cfg: AlignConfig) -> None:
-    if cfg.mode not in ("align", "gold"):
-        raise MultimsdError(f"mode={cfg.mode!r}: choose align or gold")
+    if cfg.mode not in MODES:
+        raise MultimsdError(f"mode={cfg.mode!r}: choose {', '.join(MODES)}")
     check_threshold(cfg.aligner.method, cfg.aligner.threshold)
     check_languages(list(cfg.data.languages))
     if cfg.output.push_to_hub and not cfg.output.hub_repo_id:
@@ -114,6 +117,23 @@ def candidate_matches(vecs, method: str, margin_k: int, use_faiss: bool) -> list
     return result
 
 
+def score_method_matches(
+    cfg: AlignConfig, method: str, docs: list[tuple[list[str], list[str]]], langs: list[str], gold_train=None
+) -> list[list[Match]]:
+    """Candidates of the embedding-free aligners (every pair they would keep at θ = 0; θ applied afterwards).
+
+    ``gold_train``: gold documents the classifier may train on (gold mode passes the validation half, so
+    the test half is never seen in training); otherwise it uses ``aligner.classifier``'s model or gold.
+    """
+    if method == "lexical":
+        from multimsd.aligners.lexical import lexical_matches
+
+        return lexical_matches(docs, langs, cfg.aligner.lexical)
+    from multimsd.aligners.classifier import classifier_matches
+
+    return classifier_matches(docs, langs, cfg, gold_train=gold_train)
+
+
 def make_embedder(cfg: AlignConfig):
     from multimsd.embed import Embedder
 
@@ -130,6 +150,14 @@ def run(cfg: AlignConfig | DictConfig | dict) -> dict:
         from multimsd.gold_eval import run_gold
 
         return run_gold(cfg)
+    if cfg.mode == "train_paraphrase":
+        from multimsd.aligners.paraphrase import run_train_paraphrase
+
+        return run_train_paraphrase(cfg)
+    if cfg.mode == "imbalance":
+        from multimsd.aligners.classifier import run_imbalance
+
+        return run_imbalance(cfg)
     out_dir = Path(cfg.output.dir)
     _check_output_dir(out_dir)
 
@@ -151,11 +179,16 @@ def run(cfg: AlignConfig | DictConfig | dict) -> dict:
     # 2. sentences
     docs = segment_pairs(pairs, cfg.segment.cleanup, cfg.segment.boilerplate_fraction)
 
-    # 3.-4. embeddings and matches
-    embedder = make_embedder(cfg)
-    vecs = embed_documents(embedder, docs, cfg)
+    # 3.-4. embeddings and matches (the papers' older aligners score sentence pairs without embeddings)
     a = cfg.aligner
-    matches = candidate_matches(vecs, a.method, a.margin_k, a.use_faiss)
+    if a.method in SCORE_METHODS:
+        matches = score_method_matches(cfg, a.method, docs, [p.lang for p in pairs])
+        n_encoded = 0
+    else:
+        embedder = make_embedder(cfg)
+        vecs = embed_documents(embedder, docs, cfg)
+        matches = candidate_matches(vecs, a.method, a.margin_k, a.use_faiss)
+        n_encoded = embedder.n_encoded
     rows = []
     for p, (c_sents, s_sents), ms in zip(pairs, docs, matches):
         for m in ms:
@@ -192,7 +225,7 @@ def run(cfg: AlignConfig | DictConfig | dict) -> dict:
     stats["dropped"] = dict(dropped)
     stats["embedder"] = cfg.embedder.name
     stats["aligner"] = {"method": a.method, "threshold": a.threshold}
-    stats["sentences_encoded"] = embedder.n_encoded
+    stats["sentences_encoded"] = n_encoded
     markdown = statistics_markdown(stats)
     write_output(out_dir, rows, stats, markdown, cfg)
     if cfg.output.push_to_hub:

@@ -38,14 +38,48 @@ class EmbedderConfig:
     cache_embeddings: bool = True
 
 
+# ------------------------------------------------------------------ lexical aligner (Adduru et al. 2018)
+@dataclass
+class ParaphraseConfig:
+    # Siamese BiLSTM paraphrase identifier (Adduru et al. section 2.3). Trained with
+    # ``align.py mode=train_paraphrase``; when ``model_path`` is set its probability is the 12th lexical score.
+    model_path: str | None = None
+    # Sentence pairs to train on: TSV/JSONL (s1, s2[, label]); null = the bundled sample's gold pairs.
+    train_path: str | None = None
+    output_dir: str = "outputs/paraphrase"
+
+
+@dataclass
+class LexicalConfig:
+    # Pairs whose mean similarity lies in [aligner.threshold, max_mean] are aligned (paper: 0.5 <= mean <= 0.8;
+    # above 0.8 the two sentences are near copies, which teach a simplifier nothing).
+    max_mean: float = 0.8
+    paraphrase: ParaphraseConfig = field(default_factory=ParaphraseConfig)
+
+
+# ------------------------------------------------------------------ classifier aligner (Cardon & Grabar)
+@dataclass
+class ClassifierConfig:
+    # A trained random forest (written by a previous run); null = train one on `train_gold` first.
+    model_path: str | None = None
+    # Gold alignments to train on (our gold JSONL or a DEplain directory); null = the bundled sample gold.
+    train_gold: str | None = None
+    # mode=imbalance: the imbalance experiment's report directory.
+    report_dir: str = "outputs/classifier"
+
+
 @dataclass
 class AlignerConfig:
     # symmetric: mutual argmax (precision); asymmetric: union of both argmax directions (recall);
-    # margin: mutual argmax of the ratio margin score (LASER-style), threshold applied to the margin.
+    # margin: mutual argmax of the ratio margin score (LASER-style), threshold applied to the margin;
+    # lexical: mean of string similarities in a band (Adduru et al.); classifier: random forest over pair
+    # features (Cardon & Grabar), threshold applied to its probability.
     method: str = "symmetric"
     threshold: float = 0.7
     margin_k: int = 4  # neighbours for the margin score
     use_faiss: bool = True
+    lexical: LexicalConfig = field(default_factory=LexicalConfig)
+    classifier: ClassifierConfig = field(default_factory=ClassifierConfig)
 
 
 @dataclass
@@ -104,6 +138,9 @@ class GoldConfig:
     margin_thresholds: list[float] = field(
         default_factory=lambda: [round(0.9 + 0.025 * i, 3) for i in range(17)]
     )
+    # lexical (mean similarity) and classifier (probability) scores lie in [0, 1]: a grid over all of it.
+    score_thresholds: list[float] = field(default_factory=lambda: [round(0.05 * i, 2) for i in range(1, 20)])
+    # Add lexical / classifier to compare the papers' older aligners on the same gold.
     methods: list[str] = field(default_factory=lambda: ["symmetric", "asymmetric", "margin"])
     # Score against the 1:1 gold pairs only (an argmax aligner can only ever produce 1:1 pairs).
     only_1to1: bool = False
@@ -112,7 +149,9 @@ class GoldConfig:
 
 @dataclass
 class AlignConfig:
-    mode: str = "align"  # align | gold
+    # align | gold (score against gold, tune θ) | train_paraphrase (Siamese BiLSTM for aligner=lexical)
+    # | imbalance (Cardon & Grabar's class-imbalance experiment for aligner=classifier)
+    mode: str = "align"
     embedder: EmbedderConfig = field(default_factory=EmbedderConfig)
     aligner: AlignerConfig = field(default_factory=AlignerConfig)
     data: DataConfig = field(default_factory=DataConfig)

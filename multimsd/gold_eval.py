@@ -16,7 +16,7 @@ from multimsd.config import AlignConfig
 from multimsd.errors import MultimsdError
 from multimsd.fsutil import atomic_directory, check_replaceable
 from multimsd.gold import GoldDoc, best_threshold, load_gold, read_deplain, split_gold_ids, sweep, write_json
-from multimsd.match import METHODS
+from multimsd.match import ALL_METHODS, METHODS, SCORE_METHODS
 from multimsd.paths import sample_data_dir
 
 log = logging.getLogger(__name__)
@@ -36,20 +36,22 @@ def load_gold_docs(path: str | None) -> list[GoldDoc]:
 
 def evaluate_gold(cfg: AlignConfig, docs: list[GoldDoc]) -> dict:
     """Tune θ per method and language on validation gold; report on test gold. Returns a JSON-able dict."""
-    from multimsd.align import candidate_matches, embed_documents, make_embedder
+    from multimsd.align import candidate_matches, embed_documents, make_embedder, score_method_matches
 
-    bad = [m for m in cfg.gold.methods if m not in METHODS]
+    bad = [m for m in cfg.gold.methods if m not in ALL_METHODS]
     if bad:
         raise MultimsdError(
-            f"gold.methods: unknown method(s) {', '.join(bad)} (choose from {', '.join(METHODS)})"
+            f"gold.methods: unknown method(s) {', '.join(bad)} (choose from {', '.join(ALL_METHODS)})"
         )
     langs = [lang for lang in LANGUAGES if lang in cfg.data.languages and any(d.lang == lang for d in docs)]
     docs = [d for d in docs if d.lang in langs]
     if not docs:
         raise MultimsdError(f"no gold article pairs in languages {', '.join(cfg.data.languages)}")
     valid_ids, test_ids = split_gold_ids(docs, cfg.gold.valid_fraction, cfg.seed)
-    embedder = make_embedder(cfg)
-    vecs = embed_documents(embedder, [(d.complex, d.simple) for d in docs], cfg)
+    pairs = [(d.complex, d.simple) for d in docs]
+    vecs = None
+    if any(m in METHODS for m in cfg.gold.methods):  # embed once, for all embedding methods
+        vecs = embed_documents(make_embedder(cfg), pairs, cfg)
     results: dict = {
         "embedder": cfg.embedder.name,
         "model": cfg.embedder.model,
@@ -59,9 +61,19 @@ def evaluate_gold(cfg: AlignConfig, docs: list[GoldDoc]) -> dict:
         "methods": {},
     }
     for method in cfg.gold.methods:
-        cands = candidate_matches(vecs, method, cfg.aligner.margin_k, cfg.aligner.use_faiss)
+        if method in METHODS:
+            cands = candidate_matches(vecs, method, cfg.aligner.margin_k, cfg.aligner.use_faiss)
+        else:  # the classifier trains on the validation half only: the test half stays unseen
+            gold_train = [d for d in docs if d.article_id in valid_ids]
+            cands = score_method_matches(cfg, method, pairs, [d.lang for d in docs], gold_train=gold_train)
         by_doc = {(d.article_id, d.lang): ms for d, ms in zip(docs, cands)}
-        grid = list(cfg.gold.margin_thresholds if method == "margin" else cfg.gold.thresholds)
+        grid = list(
+            cfg.gold.margin_thresholds
+            if method == "margin"
+            else cfg.gold.score_thresholds
+            if method in SCORE_METHODS
+            else cfg.gold.thresholds
+        )
         per_lang = {}
         for lang in [*langs, "all"] if len(langs) > 1 else langs:
             ldocs = [d for d in docs if lang in ("all", d.lang)]

@@ -23,7 +23,10 @@ import numpy as np
 
 from multimsd.errors import MultimsdError
 
-METHODS = ("symmetric", "asymmetric", "margin")
+METHODS = ("symmetric", "asymmetric", "margin")  # the embedding aligners (this module)
+# The papers' older aligners score pairs without embeddings (multimsd.aligners); θ is on a [0, 1] score.
+SCORE_METHODS = ("lexical", "classifier")
+ALL_METHODS = METHODS + SCORE_METHODS
 
 
 @dataclass(frozen=True)
@@ -138,8 +141,10 @@ def article_knn(c_vecs: np.ndarray, s_vecs: np.ndarray, k: int, use_faiss: bool 
 
 
 def check_threshold(method: str, threshold: float) -> None:
-    if method not in METHODS:
-        raise MultimsdError(f"unknown aligner method {method!r} (choose from {', '.join(METHODS)})")
+    if method not in ALL_METHODS:
+        raise MultimsdError(f"unknown aligner method {method!r} (choose from {', '.join(ALL_METHODS)})")
+    if method in SCORE_METHODS and not 0.0 <= threshold <= 1.0:
+        raise MultimsdError(f"aligner.threshold={threshold}: the {method} aligner's score lies in [0, 1]")
     if method != "margin" and not -1.0 <= threshold <= 1.0:
         raise MultimsdError(f"aligner.threshold={threshold} is outside [-1, 1], the range of a cosine")
     if method == "margin" and threshold < 0:
