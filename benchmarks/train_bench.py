@@ -1,6 +1,9 @@
 """Training-loop benchmark, measured side by side in one run: our loop vs 🤗 Trainer, weighted vs plain loss.
 
-Identical model, data (the same examples, one epoch), batch size, optimizer, precision (fp32, CPU).
+Identical model, data, batches, optimizer and precision (fp32, CPU): both loops see the same examples in the
+same (seeded, pre-shuffled) order — ours with ``data.shuffle=false``, the Trainer with a sequential sampler —
+so every step pads the same tensors. The first-step losses must then agree (LoRA starts as the identity, so
+step 1 is the base model on the same batch); the benchmark checks that before it prints any ratio.
 Throughput = non-pad input tokens + label tokens per second of training (model load, tokenisation and
 evaluation excluded on both sides).
 
@@ -38,18 +41,21 @@ def ours(model: str, examples: int, batch: int, theta: float, work: Path) -> dic
     GradientState._reset_state()
     cfg = {
         "model": {"name": model, **MODELS[model]},
-        "data": {"languages": ["en"], "mode": "mono", "max_train_examples": examples},
+        "data": {"languages": ["en"], "mode": "mono", "max_train_examples": examples, "shuffle": False},
         "optim": {"batch_size": batch, "epochs": 1, "lr": 1e-4},
         "loss": {"theta": theta},
         "eval": {"generate": False, "before_training": False},
         "output_dir": str(work / f"ours_theta{theta}"),
         "resume": False,
     }
-    return run(cfg)
+    res = run(cfg)
+    res["first_loss"] = next(h["loss"] for h in res["history"] if "loss" in h and "step" in h)
+    return res
 
 
 def hf_trainer(model: str, examples: int, batch: int, work: Path) -> dict:
     import datasets
+    from accelerate.utils import set_seed
     from transformers import Trainer, TrainingArguments
 
     from multimsd.training.data import Collator, load_pairs, select, tokenize_rows
@@ -61,6 +67,7 @@ def hf_trainer(model: str, examples: int, batch: int, work: Path) -> dict:
             "data": {"languages": ["en"], "mode": "mono", "max_train_examples": examples},
         }
     )
+    set_seed(cfg.seed)  # as our loop does before building the model: the same LoRA initialisation
     net, tok = load_model_and_tokenizer(cfg.model)
     rows = select(load_pairs(None), cfg.data, cfg.seed)["train"]
     encoded = tokenize_rows(tok, rows, cfg.model.kind, cfg.data.max_length)
@@ -86,14 +93,23 @@ def hf_trainer(model: str, examples: int, batch: int, work: Path) -> dict:
         optim="adamw_torch",
         save_strategy="no",
         report_to=[],
-        logging_strategy="no",
+        logging_strategy="steps",  # per-step loss, for the identical-batch check
+        logging_steps=1,
         use_cpu=True,
         dataloader_num_workers=0,
         seed=42,
         remove_unused_columns=False,
     )
-    out = Trainer(model=net, args=args, train_dataset=ds, data_collator=collator).train()
-    return {"train_tokens": tokens, "train_seconds": out.metrics["train_runtime"]}
+
+    class InOrderTrainer(Trainer):
+        # Our loop's order with data.shuffle=false: the examples as select() shuffled them, in sequence.
+        def _get_train_sampler(self, *args, **kwargs):
+            return torch.utils.data.SequentialSampler(self.train_dataset)
+
+    trainer = InOrderTrainer(model=net, args=args, train_dataset=ds, data_collator=collator)
+    out = trainer.train()
+    first = next(h["loss"] for h in trainer.state.log_history if "loss" in h)
+    return {"train_tokens": tokens, "train_seconds": out.metrics["train_runtime"], "first_loss": first}
 
 
 LLAMA31_8B = {
@@ -194,6 +210,15 @@ def main() -> None:
                 if name not in best or res["train_seconds"] < best[name]["train_seconds"]:
                     best[name] = res
     plain, weighted, trainer = best["plain"], best["weighted"], best["trainer"]
+    # Same batches => same first-step loss (the Trainer logs it rounded to 4 decimals).
+    if (
+        abs(plain["first_loss"] - trainer["first_loss"]) > 1e-3
+        or plain["train_tokens"] != trainer["train_tokens"]
+    ):
+        raise SystemExit(
+            f"the two loops did not see the same batches: first-step loss {plain['first_loss']:.4f} vs "
+            f"{trainer['first_loss']:.4f}, tokens {plain['train_tokens']} vs {trainer['train_tokens']}"
+        )
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     tps = {
         k: r["train_tokens"] / r["train_seconds"]
@@ -208,6 +233,9 @@ def main() -> None:
     )
     print(
         f"🤗 Trainer (plain CE)         : {tps['trainer']:9.1f} tokens/s ({trainer['train_seconds']:.1f} s)"
+    )
+    print(
+        f"first-step loss, ours/Trainer: {plain['first_loss']:.4f} / {trainer['first_loss']:.4f} (same batches)"
     )
     print(f"ours / Trainer               : {tps['plain'] / tps['trainer']:9.2f}x (goal >= 1.0)")
     print(f"peak RSS                     : {rss:9.0f} MiB")

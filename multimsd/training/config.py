@@ -19,17 +19,42 @@ class LoraSettings:
 
 
 @dataclass
+class LstmSettings:
+    """The word-level LSTM encoder-decoder (``model.kind=lstm``; Adduru et al. 2018, see multimsd.models.lstm)."""
+
+    embedding_size: int = 1024
+    hidden_size: int = 1024  # units per layer (per direction in the BiLSTM encoder); paper: 1024
+    encoder_layers: int = 3  # bidirectional
+    decoder_layers: int = 3
+    attention: str = "bahdanau"  # bahdanau (additive, TF's legacy attention_decoder) | luong (general)
+    input_feeding: bool = True
+    # Sampled softmax (Jean et al. 2015) in training: candidates per batch; 0 = full softmax. Validation loss
+    # and decoding always use the full softmax.
+    num_sampled: int = 512
+    sampler: str = "log_uniform"  # log_uniform (Zipfian over frequency-sorted ids, TF's default) | unigram
+    # Vocabularies: built from the training split; ids sorted by frequency; max_vocab_size includes the 4
+    # specials (<pad> <unk> <s> </s>).
+    lowercase: bool = False
+    max_vocab_size: int = 40000
+    min_count: int = 1
+    shared_vocab: bool | None = None  # null: shared when data.paraphrase (paper), separate otherwise
+
+
+@dataclass
 class ModelSettings:
     name: str = "smollm2_lora"
     # causal: decoder-only chat model (Llama, SmolLM2) with the instruction prompt, prompt masked from the
-    # loss; seq2seq: mBART-50 with the language code on both sides.
+    # loss; seq2seq: mBART-50 with the language code on both sides; lstm: the word-level LSTM encoder-decoder
+    # trained from scratch (settings in `lstm`).
     kind: str = "causal"
     # A Hub id, a local directory, or an offline builder: "offline:smollm2", "tiny:llama", "tiny:mbart".
+    # kind=lstm: "scratch" (vocabularies from the training split, random weights) or a saved LSTM directory.
     pretrained: str = "offline:smollm2"
     lora: LoraSettings = field(default_factory=LoraSettings)
     dtype: str = "float32"  # float32 | bfloat16 | float16 (weights); mixed precision is Accelerate's
     dropout: float | None = None  # override the model's dropout (mBART in the paper: 0.1)
     gradient_checkpointing: bool = False
+    lstm: LstmSettings = field(default_factory=LstmSettings)
 
 
 @dataclass
@@ -43,6 +68,12 @@ class TrainData:
     max_length: int = 256
     max_train_examples: int | None = None
     max_eval_examples: int | None = None  # per language and split, for generation-based metrics
+    # Adduru et al.'s paraphrase setting: add every pair swapped (simple -> complex) and drop pairs so that no
+    # sentence occurs in two splits (see multimsd.training.data.paraphrase_splits).
+    paraphrase: bool = False
+    # Reshuffle the training examples every epoch (seeded: the same order after a resume). false = keep the
+    # order fixed (already shuffled once, seeded); the benchmark uses it to feed 🤗 Trainer identical batches.
+    shuffle: bool = True
     num_workers: int = 0
 
 
@@ -61,7 +92,9 @@ class OptimSettings:
     epochs: int = 3
     max_steps: int | None = None  # optimizer steps; stops early when reached
     warmup_ratio: float = 0.0
-    scheduler: str = "linear"  # linear | constant | cosine
+    optimizer: str = "adamw"  # adamw | sgd (plain mini-batch gradient descent, Adduru et al.)
+    scheduler: str = "linear"  # linear | constant | cosine | exponential (lr * gamma ** step)
+    gamma: float = 0.99  # decay per optimizer step of scheduler=exponential (Adduru et al.: 0.99)
     max_grad_norm: float = 1.0
 
 

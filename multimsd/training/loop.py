@@ -30,7 +30,7 @@ from multimsd.errors import MultimsdError
 from multimsd.training.config import TrainConfig
 from multimsd.training.data import Collator, load_pairs, select, tokenize_rows, write_jsonl
 from multimsd.training.loss import weighted_cross_entropy
-from multimsd.training.modeling import load_model_and_tokenizer
+from multimsd.training.modeling import check_lstm_settings, load_model_and_tokenizer
 from multimsd.training.predict import generate, score_predictions
 
 log = logging.getLogger(__name__)
@@ -52,8 +52,14 @@ def check_config(cfg: TrainConfig) -> None:
         raise MultimsdError(
             f"loss.theta={cfg.loss.theta}: must be > 0 (1 = plain cross-entropy; paper: 2, 4, 8)"
         )
-    if cfg.model.kind not in ("causal", "seq2seq"):
-        raise MultimsdError(f"model.kind={cfg.model.kind!r}: choose causal or seq2seq")
+    if cfg.model.kind not in ("causal", "seq2seq", "lstm"):
+        raise MultimsdError(f"model.kind={cfg.model.kind!r}: choose causal, seq2seq or lstm")
+    if cfg.optim.optimizer not in ("adamw", "sgd"):
+        raise MultimsdError(f"optim.optimizer={cfg.optim.optimizer!r}: choose adamw or sgd")
+    if cfg.optim.scheduler == "exponential" and not 0 < cfg.optim.gamma <= 1:
+        raise MultimsdError(f"optim.gamma={cfg.optim.gamma}: the decay per step must be in (0, 1]")
+    if cfg.model.kind == "lstm":
+        check_lstm_settings(cfg)
     if cfg.eval.early_stopping_metric not in ("loss", "sari"):
         raise MultimsdError(
             f"eval.early_stopping_metric={cfg.eval.early_stopping_metric!r}: choose loss or sari"
@@ -150,7 +156,7 @@ def validation_loss(model, dataloader, accelerator, kind: str) -> float:
 
 def _labels_kw(batch: dict, kind: str) -> dict:
     # Seq2seq models build decoder inputs from the labels (shift right with decoder_start_token_id).
-    return {"labels": batch["labels"]} if kind == "seq2seq" else {}
+    return {"labels": batch["labels"]} if kind in ("seq2seq", "lstm") else {}
 
 
 def evaluate_epoch(cfg: TrainConfig, model, tokenizer, val_dl, val_rows, accelerator) -> dict:
@@ -198,7 +204,7 @@ def run(cfg: TrainConfig | DictConfig | dict) -> dict:
     set_seed(cfg.seed)
     fingerprint = config_fingerprint(cfg)
     _check_resume_target(out, fingerprint, cfg)
-    model, tokenizer = load_model_and_tokenizer(cfg.model)
+    model, tokenizer = load_model_and_tokenizer(cfg.model, rows["train"], cfg.data.paraphrase)
     if cfg.mode == "icl":
         return run_icl(cfg, model, tokenizer, rows, val_rows, test_rows, accelerator, out)
 
@@ -219,7 +225,7 @@ def run(cfg: TrainConfig | DictConfig | dict) -> dict:
     train_dl = torch.utils.data.DataLoader(
         tok["train"].select_columns(cols),
         batch_size=cfg.optim.batch_size,
-        shuffle=True,
+        shuffle=cfg.data.shuffle,
         collate_fn=collate,
         num_workers=cfg.data.num_workers,
     )
@@ -233,19 +239,29 @@ def run(cfg: TrainConfig | DictConfig | dict) -> dict:
 
     # --- optimisation
     params = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(params, lr=cfg.optim.lr, weight_decay=cfg.optim.weight_decay)
+    if cfg.optim.optimizer == "sgd":  # plain mini-batch gradient descent (Adduru et al.)
+        optimizer = torch.optim.SGD(params, lr=cfg.optim.lr, weight_decay=cfg.optim.weight_decay)
+    else:
+        optimizer = torch.optim.AdamW(params, lr=cfg.optim.lr, weight_decay=cfg.optim.weight_decay)
     steps_per_epoch = math.ceil(len(train_dl) / cfg.optim.grad_accum)
     total_steps = steps_per_epoch * cfg.optim.epochs
     if cfg.optim.max_steps:
         total_steps = min(total_steps, cfg.optim.max_steps)
     from transformers import get_scheduler
 
-    scheduler = get_scheduler(
-        cfg.optim.scheduler,
-        optimizer,
-        num_warmup_steps=int(cfg.optim.warmup_ratio * total_steps),
-        num_training_steps=total_steps,
-    )
+    if cfg.optim.scheduler == "exponential":
+        # lr * gamma ** step. Accelerate steps a prepared scheduler once per process at every optimizer step
+        # (AcceleratedScheduler), hence gamma ** (1 / processes) per call: gamma per optimizer step.
+        scheduler = torch.optim.lr_scheduler.ExponentialLR(
+            optimizer, cfg.optim.gamma ** (1 / accelerator.num_processes)
+        )
+    else:
+        scheduler = get_scheduler(
+            cfg.optim.scheduler,
+            optimizer,
+            num_warmup_steps=int(cfg.optim.warmup_ratio * total_steps),
+            num_training_steps=total_steps,
+        )
     model, optimizer, train_dl, scheduler = accelerator.prepare(model, optimizer, train_dl, scheduler)
     if val_dl is not None:
         val_dl = accelerator.prepare(val_dl)
@@ -273,6 +289,17 @@ def run(cfg: TrainConfig | DictConfig | dict) -> dict:
     model.train()
     scale = cfg.optim.grad_accum * accelerator.num_processes  # see multimsd.training.loss: undo averaging
     shift = cfg.model.kind == "causal"
+    sampled = None  # the LSTM's sampled-softmax loss (multimsd.training.sampled_softmax); None = full softmax
+    if cfg.model.kind == "lstm" and cfg.model.lstm.num_sampled:
+        from multimsd.training.sampled_softmax import SampledSoftmax
+
+        sampled = SampledSoftmax.from_sampler_name(
+            cfg.model.lstm.sampler,
+            accelerator.unwrap_model(model).output_projection,
+            tokenizer.target_counts,
+            cfg.model.lstm.num_sampled,
+            cfg.seed,
+        )
     from tqdm.auto import tqdm
 
     bar = tqdm(
@@ -298,22 +325,33 @@ def run(cfg: TrainConfig | DictConfig | dict) -> dict:
                 accelerator.gather(torch.tensor([n_local], device=accelerator.device)).sum().clamp(min=1)
             )
             step_loss = torch.zeros((), device=accelerator.device)
-            for batch in window:
+            for micro, batch in enumerate(window):
                 with accelerator.accumulate(model):
                     outputs = model(
                         input_ids=batch["input_ids"],
                         attention_mask=batch["attention_mask"],
                         **_labels_kw(batch, cfg.model.kind),
                     )
-                    loss = weighted_cross_entropy(
-                        outputs.logits,
-                        batch["labels"],
-                        novel_mask=batch["novel"],
-                        theta=cfg.loss.theta,
-                        num_items=n_global,
-                        label_smoothing=cfg.loss.label_smoothing,
-                        shift=shift,
-                    )
+                    if sampled is not None:  # same weighting and normalisation, k + 1 classes per token
+                        loss = sampled(
+                            outputs.hidden,
+                            batch["labels"],
+                            step=state.step,
+                            micro_batch=micro,
+                            novel_mask=batch["novel"],
+                            theta=cfg.loss.theta,
+                            num_items=n_global,
+                        )
+                    else:
+                        loss = weighted_cross_entropy(
+                            outputs.logits,
+                            batch["labels"],
+                            novel_mask=batch["novel"],
+                            theta=cfg.loss.theta,
+                            num_items=n_global,
+                            label_smoothing=cfg.loss.label_smoothing,
+                            shift=shift,
+                        )
                     accelerator.backward(loss * scale)
                     if accelerator.sync_gradients and cfg.optim.max_grad_norm:
                         accelerator.clip_grad_norm_(model.parameters(), cfg.optim.max_grad_norm)
@@ -410,7 +448,11 @@ def load_best(cfg: TrainConfig, path: Path, accelerator, model):
     unwrapped = accelerator.unwrap_model(model)
     if not path.exists():
         return unwrapped
-    if cfg.model.lora.enabled:
+    if cfg.model.kind == "lstm":
+        from multimsd.models.lstm import LstmSeq2Seq
+
+        unwrapped.load_state_dict(LstmSeq2Seq.from_pretrained(path).state_dict())
+    elif cfg.model.lora.enabled:
         from peft import set_peft_model_state_dict
         from peft.utils import load_peft_weights
 
