@@ -118,17 +118,24 @@ def candidate_matches(vecs, method: str, margin_k: int, use_faiss: bool) -> list
 
 
 def score_method_matches(
-    cfg: AlignConfig, method: str, docs: list[tuple[list[str], list[str]]], langs: list[str], gold_train=None
+    cfg: AlignConfig,
+    method: str,
+    docs: list[tuple[list[str], list[str]]],
+    langs: list[str],
+    gold_train=None,
+    min_score: float = 0.0,
 ) -> list[list[Match]]:
     """Candidates of the embedding-free aligners (every pair they would keep at θ = 0; θ applied afterwards).
 
     ``gold_train``: gold documents the classifier may train on (gold mode passes the validation half, so
     the test half is never seen in training); otherwise it uses ``aligner.classifier``'s model or gold.
+    ``min_score``: the lexical aligner may drop candidates below it (align mode passes θ: on a full corpus the
+    m x n candidates of every article pair would not fit in memory).
     """
     if method == "lexical":
         from multimsd.aligners.lexical import lexical_matches
 
-        return lexical_matches(docs, langs, cfg.aligner.lexical)
+        return lexical_matches(docs, langs, cfg.aligner.lexical, min_score=min_score)
     from multimsd.aligners.classifier import classifier_matches
 
     return classifier_matches(docs, langs, cfg, gold_train=gold_train)
@@ -182,7 +189,7 @@ def run(cfg: AlignConfig | DictConfig | dict) -> dict:
     # 3.-4. embeddings and matches (the papers' older aligners score sentence pairs without embeddings)
     a = cfg.aligner
     if a.method in SCORE_METHODS:
-        matches = score_method_matches(cfg, a.method, docs, [p.lang for p in pairs])
+        matches = score_method_matches(cfg, a.method, docs, [p.lang for p in pairs], min_score=a.threshold)
         n_encoded = 0
     else:
         embedder = make_embedder(cfg)
