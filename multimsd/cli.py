@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 # Library chatter ("Loading weights", prompt lists, SIMD builds) hides our own progress; warnings still show.
-NOISY_LOGGERS = ("faiss", "sentence_transformers", "transformers", "peft", "accelerate")
+NOISY_LOGGERS = ("faiss", "sentence_transformers", "transformers", "peft", "accelerate", "gensim")
 
 
 def run_stage(run: Callable[[Any], Any], cfg: Any) -> Any:

@@ -104,10 +104,36 @@ class LexicalConfig:
 # ------------------------------------------------------------------ classifier aligner (Cardon & Grabar)
 @dataclass
 class ClassifierConfig:
-    # A trained random forest (written by a previous run); null = train one on `train_gold` first.
+    # A trained random forest (a directory written through `save_dir`); null = train one on `train_gold` first.
     model_path: str | None = None
     # Gold alignments to train on (our gold JSONL or a DEplain directory); null = the bundled sample gold.
+    # Only its article pairs in data.languages are used.
     train_gold: str | None = None
+    # Save a freshly trained model here (a directory; reuse it with model_path=<dir>); null = do not save.
+    save_dir: str | None = None
+    # Random forest (scikit-learn); seeded with the top-level `seed`. n_jobs=-1: every core.
+    n_estimators: int = 100
+    max_depth: int | None = None
+    min_samples_leaf: int = 1
+    n_jobs: int = -1
+    # Training negatives per positive, sampled from the non-gold pairs; null = all of them (the real data).
+    negative_ratio: float | None = None
+    # n:m gold items: "positive" = each member pair is a positive; "ignore" = member pairs are neither
+    # positives nor negatives (left out of training and of the imbalance experiment's scores).
+    nm_gold: str = "positive"
+    # Word vectors for WAVG / CWASA: a word2vec-format file, or null = train word2vec on the corpus itself.
+    w2v_path: str | None = None
+    w2v_binary: bool = False
+    w2v_dim: int = 50
+    w2v_window: int = 5
+    w2v_min_count: int = 1
+    w2v_epochs: int = 20
+    # mode=imbalance (Cardon & Grabar): negatives:positives ratios, repeats per ratio, held-out share.
+    ratios: list[float] = field(
+        default_factory=lambda: [1.0, 10.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 3000.0]
+    )
+    repeats: int = 50
+    test_fraction: float = 1 / 3
     # mode=imbalance: the imbalance experiment's report directory.
     report_dir: str = "outputs/classifier"
 
