@@ -95,6 +95,8 @@ def select(rows: dict[str, list[dict]], cfg: TrainData, seed: int) -> dict[str, 
         )
     langs = set(cfg.languages)
     out = {s: [r for r in rows.get(s, []) if r["lang"] in langs] for s in SPLITS}
+    if cfg.paraphrase:
+        out = paraphrase_splits(out)
     missing = langs - {r["lang"] for r in out["train"]}
     if missing:
         raise MultimsdError(f"no training pairs for language(s) {', '.join(sorted(missing))}")
@@ -103,6 +105,45 @@ def select(rows: dict[str, list[dict]], cfg: TrainData, seed: int) -> dict[str, 
     if cfg.max_train_examples:
         out["train"] = out["train"][: cfg.max_train_examples]
     return out
+
+
+def paraphrase_splits(rows: dict[str, list[dict]]) -> dict[str, list[dict]]:
+    """Adduru et al.'s paraphrase data: every pair in both directions, and no sentence in two splits.
+
+    Paraphrasing is symmetric, so each pair is added swapped (``simple -> complex``, marked
+    ``swapped: True``), doubling the data; duplicates within a split are dropped. The paper then removes "the
+    training sentence pairs that contain sentences from the source side of the test" set, repeats that for
+    the validation set, and so makes sure "any sentence occurs as a source sentence in exactly one of the
+    sets". With both directions present the source side of a split is all of its sentences, so: test keeps
+    all its pairs; validation drops the pairs that contain (on either side) a sentence of test; training
+    drops those that contain a sentence of test or of what validation kept. The existing split (by article,
+    see multimsd.split) is the starting point, so nothing moves between splits: a split only loses the
+    pairs that would leak. Sentences are compared per language after whitespace normalisation.
+    """
+
+    def key(lang: str, text: str) -> tuple[str, str]:
+        return lang, " ".join(text.split())
+
+    both: dict[str, list[dict]] = {}
+    for split in SPLITS:
+        seen: set[tuple] = set()
+        both[split] = []
+        for r in rows.get(split, []):
+            for row in (r, {**r, "complex": r["simple"], "simple": r["complex"], "swapped": True}):
+                k = (key(row["lang"], row["complex"]), key(row["lang"], row["simple"]))
+                if k not in seen:
+                    seen.add(k)
+                    both[split].append(row)
+    taken: set[tuple[str, str]] = set()  # sentences of the splits already settled
+    out: dict[str, list[dict]] = {}
+    for split in ("test", "validation", "train"):
+        out[split] = [
+            r
+            for r in both[split]
+            if key(r["lang"], r["complex"]) not in taken and key(r["lang"], r["simple"]) not in taken
+        ]
+        taken |= {key(r["lang"], r[side]) for r in out[split] for side in ("complex", "simple")}
+    return {s: out[s] for s in SPLITS}
 
 
 @dataclass
@@ -148,8 +189,13 @@ def encode_seq2seq(tokenizer, row: dict, max_length: int) -> Tokenized:
     return Tokenized(list(enc["input_ids"]), labels, _novel_flags(labels, set(enc["input_ids"]), special))
 
 
+def encode_lstm(tokenizer, row: dict, max_length: int) -> Tokenized:
+    """The word-level LSTM (multimsd.models.lstm): source words -> target words + ``</s>``, novelty by word."""
+    return Tokenized(*tokenizer.encode_pair(row, max_length))
+
+
 def tokenize_rows(tokenizer, rows: list[dict], kind: str, max_length: int) -> list[dict]:
-    enc = encode_causal if kind == "causal" else encode_seq2seq
+    enc = {"causal": encode_causal, "seq2seq": encode_seq2seq, "lstm": encode_lstm}[kind]
     out = []
     for r in rows:
         t = enc(tokenizer, r, max_length)

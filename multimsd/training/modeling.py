@@ -43,11 +43,108 @@ def resolve_pretrained(name: str) -> str:
     return offline.resolve_model_path(name)
 
 
-def load_model_and_tokenizer(ms: ModelSettings):
+def check_lstm_settings(cfg) -> None:
+    """Settings of ``model.kind=lstm`` that are wrong before any data is read (a TrainConfig)."""
+    from multimsd.models.lstm import ATTENTIONS
+
+    s = cfg.model.lstm
+    if cfg.model.lora.enabled:
+        raise MultimsdError(
+            "model.lora.enabled=true: LoRA adapts pretrained transformers, not model.kind=lstm"
+        )
+    if s.attention not in ATTENTIONS:
+        raise MultimsdError(f"model.lstm.attention={s.attention!r}: choose {' or '.join(ATTENTIONS)}")
+    if s.sampler not in ("log_uniform", "unigram"):
+        raise MultimsdError(f"model.lstm.sampler={s.sampler!r}: choose log_uniform or unigram")
+    if s.num_sampled < 0:
+        raise MultimsdError(f"model.lstm.num_sampled={s.num_sampled}: must be >= 0 (0 = full softmax)")
+    if s.num_sampled and cfg.loss.label_smoothing:
+        raise MultimsdError("loss.label_smoothing needs the full softmax: set model.lstm.num_sampled=0")
+    sizes = (
+        "embedding_size",
+        "hidden_size",
+        "encoder_layers",
+        "decoder_layers",
+        "max_vocab_size",
+        "min_count",
+    )
+    bad = [f"model.lstm.{k}={getattr(s, k)}" for k in sizes if getattr(s, k) < 1]
+    if bad:
+        raise MultimsdError(f"must be >= 1: {', '.join(bad)}")
+
+
+def load_lstm(ms: ModelSettings, train_rows: list[dict] | None, paraphrase: bool = False):
+    """The word-level LSTM encoder-decoder (Adduru et al. 2018) and its word tokenizer.
+
+    ``model.pretrained=scratch``: vocabularies built from ``train_rows`` (the training split after language
+    selection; deterministic, so a resumed run rebuilds the same ids) and random weights drawn from the
+    already seeded global RNG. Otherwise a directory saved by an LSTM run (its ``best/``): architecture and
+    vocabularies come from there and the size settings in ``model.lstm`` are not used.
+    """
+    from pathlib import Path
+
+    from multimsd.models.lstm import LstmSeq2Seq, LstmSeq2SeqConfig, WordTokenizer
+
+    s = ms.lstm
+    if ms.pretrained == "scratch":
+        if not train_rows:
+            raise MultimsdError(
+                "model.kind=lstm builds its vocabularies from the training split, which is empty"
+            )
+        shared = paraphrase if s.shared_vocab is None else s.shared_vocab
+        tokenizer = WordTokenizer.build(
+            train_rows,
+            lowercase=s.lowercase,
+            max_vocab_size=s.max_vocab_size,
+            min_count=s.min_count,
+            shared=shared,
+        )
+        config = LstmSeq2SeqConfig(
+            src_vocab_size=tokenizer.source_vocab_size,
+            tgt_vocab_size=tokenizer.target_vocab_size,
+            embedding_size=s.embedding_size,
+            hidden_size=s.hidden_size,
+            encoder_layers=s.encoder_layers,
+            decoder_layers=s.decoder_layers,
+            attention=s.attention,
+            input_feeding=s.input_feeding,
+            dropout=ms.dropout or 0.0,
+        )
+        model = LstmSeq2Seq(config)
+    else:
+        path = Path(ms.pretrained).expanduser()
+        if not path.is_dir():
+            raise MultimsdError(
+                f"model.pretrained={ms.pretrained!r}: model.kind=lstm takes 'scratch' or the directory of a saved "
+                f"LSTM model (an LSTM run's best/)"
+            )
+        model, tokenizer = LstmSeq2Seq.from_pretrained(path), WordTokenizer.from_pretrained(path)
+    if s.num_sampled and s.num_sampled >= tokenizer.target_vocab_size:
+        raise MultimsdError(
+            f"model.lstm.num_sampled={s.num_sampled} must be smaller than the target vocabulary "
+            f"({tokenizer.target_vocab_size} words with the specials); lower it, or 0 for the full softmax"
+        )
+    n = sum(p.numel() for p in model.parameters())
+    log.info(
+        "LSTM seq2seq: %s parameters, vocabularies %d (source) / %d (target)%s",
+        f"{n:,}",
+        tokenizer.source_vocab_size,
+        tokenizer.target_vocab_size,
+        " shared" if tokenizer.shared else "",
+    )
+    return model.to(DTYPES[ms.dtype]), tokenizer
+
+
+def load_model_and_tokenizer(
+    ms: ModelSettings, train_rows: list[dict] | None = None, paraphrase: bool = False
+):
+    """The model and tokenizer of ``ms``; ``train_rows`` / ``paraphrase`` are used by ``kind=lstm`` only."""
     from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
     if ms.dtype not in DTYPES:
         raise MultimsdError(f"model.dtype={ms.dtype!r}: choose {', '.join(DTYPES)}")
+    if ms.kind == "lstm":
+        return load_lstm(ms, train_rows, paraphrase)
     path = resolve_pretrained(ms.pretrained)
     auto = AutoModelForCausalLM if ms.kind == "causal" else AutoModelForSeq2SeqLM
     kwargs = {"dtype": DTYPES[ms.dtype]}

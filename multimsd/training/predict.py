@@ -91,6 +91,30 @@ def _generate_seq2seq(cfg, model, tokenizer, rows: list[dict]) -> list[str]:
     return [out[k] for k in range(len(rows))]
 
 
+@torch.no_grad()
+def _generate_lstm(cfg, model, tokenizer, rows: list[dict]) -> list[str]:
+    """The word-level LSTM: greedy (``eval.num_beams=1``) or beam search, at most ``eval.max_new_tokens`` words."""
+    pad = tokenizer.pad_token_id
+    device = next(model.parameters()).device
+    out = []
+    for s in range(0, len(rows), cfg.eval.batch_size):
+        chunk = rows[s : s + cfg.eval.batch_size]
+        ids = [
+            tokenizer.encode_source(r["complex"], r["lang"], cfg.data.max_length) or [tokenizer.unk_token_id]
+            for r in chunk
+        ]
+        n = max(len(i) for i in ids)
+        input_ids = torch.tensor([i + [pad] * (n - len(i)) for i in ids], device=device)
+        gen = model.generate(
+            input_ids,
+            attention_mask=input_ids != pad,
+            max_new_tokens=cfg.eval.max_new_tokens,
+            num_beams=cfg.eval.num_beams,
+        )
+        out.extend(tokenizer.batch_decode(gen, [r["lang"] for r in chunk]))
+    return out
+
+
 def generate(cfg, model, tokenizer, rows: list[dict], accelerator, shot_pool=None) -> list[str]:
     """Outputs for ``rows`` in order; each process decodes its share and the main process gathers them."""
     from accelerate.utils import gather_object
@@ -103,6 +127,8 @@ def generate(cfg, model, tokenizer, rows: list[dict], accelerator, shot_pool=Non
         local_rows = [r for _, r in part]
         if cfg.model.kind == "causal":
             preds = _generate_causal(cfg, model, tokenizer, local_rows, _shots_by_lang(cfg, shot_pool))
+        elif cfg.model.kind == "lstm":
+            preds = _generate_lstm(cfg, model, tokenizer, local_rows)
         else:
             preds = _generate_seq2seq(cfg, model, tokenizer, local_rows)
         local = [(k, p) for (k, _), p in zip(part, preds)]
