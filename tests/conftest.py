@@ -1,4 +1,5 @@
 import importlib.util
+import subprocess
 import sys
 from pathlib import Path
 
@@ -6,6 +7,30 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
+
+
+def run_cli(python, repo_root, *args, cwd=None, env=None, script="align.py", timeout=900):
+    """Run an entry point of the repository (align.py by default) as a user would; capture its output."""
+    return subprocess.run(
+        [python, str(Path(repo_root) / script), *args],
+        cwd=cwd or repo_root,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
+
+
+@pytest.fixture
+def fresh_accelerate_state():
+    """Accelerate keeps process-wide singletons; tests that build an Accelerator each start from scratch."""
+    from accelerate.state import AcceleratorState, GradientState
+
+    AcceleratorState._reset_state(True)
+    GradientState._reset_state()
+    yield
+    AcceleratorState._reset_state(True)
+    GradientState._reset_state()
 
 
 @pytest.fixture(scope="session")

@@ -3,11 +3,11 @@ the imbalance experiment and the CLI."""
 
 import json
 import math
-import subprocess
 
 import datasets
 import numpy as np
 import pytest
+from conftest import run_cli
 from gensim.models import KeyedVectors
 
 from multimsd.aligners import classifier as clf
@@ -221,14 +221,6 @@ def test_imbalance_experiment_caps_and_counts():
 
 
 # ---------------------------------------------------------------------------------------------- CLI
-def run_cli(python, repo_root, *args):
-    return subprocess.run(
-        [python, str(repo_root / "align.py"), *args],
-        cwd=repo_root,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
 
 
 def test_cli_align_save_and_reuse(tmp_path, python, repo_root):

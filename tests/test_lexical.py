@@ -2,11 +2,11 @@
 
 import json
 import math
-import subprocess
 
 import datasets
 import numpy as np
 import pytest
+from conftest import run_cli
 
 from multimsd.aligners.lexical import (
     STRING_SCORES,
@@ -181,14 +181,6 @@ def test_config_defaults_and_validation():
 
 
 # ---------------------------------------------------------------------------------------------- CLI
-def run_cli(python, repo_root, *args):
-    return subprocess.run(
-        [python, str(repo_root / "align.py"), *args],
-        cwd=repo_root,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
 
 
 def test_cli_align_lexical(tmp_path, python, repo_root):

@@ -35,17 +35,6 @@ def one_thread():
     torch.set_num_threads(n)
 
 
-@pytest.fixture
-def fresh_accelerate_state():
-    from accelerate.state import AcceleratorState, GradientState
-
-    AcceleratorState._reset_state(True)
-    GradientState._reset_state()
-    yield
-    AcceleratorState._reset_state(True)
-    GradientState._reset_state()
-
-
 @pytest.fixture(scope="module")
 def en_rows():
     pairs = sample_gold_pairs()

@@ -3,11 +3,11 @@
 import json
 import os
 import random
-import subprocess
 
 import numpy as np
 import pytest
 import torch
+from conftest import run_cli as run_align
 
 from multimsd.aligners.lexical import STRING_SCORES, lexical_matches, mean_similarity, score_matrices
 from multimsd.aligners.paraphrase import (
@@ -62,14 +62,7 @@ def toy_tsv(tmp_path_factory):
 
 
 def run_cli(python, repo_root, *args):
-    return subprocess.run(
-        [python, str(repo_root / "align.py"), *args],
-        cwd=repo_root,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=ENV,
-    )
+    return run_align(python, repo_root, *args, env=ENV)
 
 
 @pytest.fixture(scope="module")

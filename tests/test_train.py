@@ -8,16 +8,8 @@ import torch
 from multimsd.errors import MultimsdError
 from multimsd.training.loop import run
 
-
-@pytest.fixture(autouse=True)
-def fresh_accelerate_state():
-    from accelerate.state import AcceleratorState, GradientState
-
-    AcceleratorState._reset_state(True)
-    GradientState._reset_state()
-    yield
-    AcceleratorState._reset_state(True)
-    GradientState._reset_state()
+# Each test builds its own Accelerator (fixture in conftest.py).
+pytestmark = pytest.mark.usefixtures("fresh_accelerate_state")
 
 
 def tiny_cfg(tmp_path, model="tiny_mbart", **over):

@@ -70,20 +70,9 @@ from multimsd.text import word_tokenize
 
 log = logging.getLogger(__name__)
 
-# The 11 string similarities, in the paper's order; "paraphrase" (the 12th) needs a trained model.
-STRING_SCORES = (
-    "levenshtein_char",
-    "levenshtein_word",
-    "damerau_levenshtein",
-    "osa",
-    "jaro_winkler",
-    "jaro_winkler_word",
-    "lcs",
-    "ngram4",
-    "cosine",
-    "jaccard",
-    "dice",
-)
+# The 11 string similarities, in the paper's order (the config's default lists them all, so `--cfg job` shows
+# them); "paraphrase" (the 12th) needs a trained model.
+STRING_SCORES = tuple(LexicalConfig().scores)
 PARAPHRASE = "paraphrase"
 NGRAM_N = 4
 JW_PREFIX_WEIGHT = 0.1  # paper: p = 0.1 (rapidfuzz caps the common prefix at 4, as the paper does)
