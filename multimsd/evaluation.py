@@ -50,6 +50,7 @@ from multimsd import LANGUAGES, __version__
 from multimsd.config import EvaluateConfig
 from multimsd.errors import MultimsdError
 from multimsd.fsutil import atomic_directory, check_replaceable
+from multimsd.io import load_saved_split
 
 log = logging.getLogger(__name__)
 
@@ -205,21 +206,6 @@ def _is_saved_dataset(p: Path) -> bool:
     return any((p / f).is_file() for f in ("dataset_dict.json", "dataset_info.json", "state.json"))
 
 
-def _load_saved(p: Path, split: str):
-    import datasets
-
-    datasets.disable_progress_bars()
-    try:
-        ds = datasets.load_from_disk(str(p))
-    except Exception as e:  # datasets raises several types for "not a dataset directory"
-        raise MultimsdError(f"{p}: not a dataset saved with save_to_disk ({type(e).__name__})") from None
-    if isinstance(ds, datasets.DatasetDict):
-        if split not in ds:
-            raise MultimsdError(f"{p}: no split {split!r} (has {', '.join(ds)}); set refs.split")
-        ds = ds[split]
-    return ds
-
-
 # ---------------------------------------------------------------------------------------------- references
 @dataclass
 class ReferenceSet:
@@ -298,7 +284,7 @@ def load_references(cfg: EvaluateConfig) -> ReferenceSet:
                 "run `python align.py` first, or pass refs.path=<aligned dataset dir or JSONL>"
             )
     if p.is_dir():
-        ds = _load_saved(p, r.split)
+        ds = load_saved_split(p, r.split, "; set refs.split")
         missing = [c for c in ("complex", "simple", "lang") if c not in ds.column_names]
         if missing:
             raise MultimsdError(f"{p}: dataset lacks column(s) {', '.join(missing)}")
@@ -377,7 +363,7 @@ def load_predictions(
                 preds[i] = line
         return preds, {"path": str(p.resolve()), "format": "directory of <lang>.txt"}
     if p.is_dir():
-        ds = _load_saved(p, split)
+        ds = load_saved_split(p, split, "; set refs.split")
         if "prediction" not in ds.column_names:
             raise MultimsdError(f"system {name!r}: {p} has no `prediction` column")
         cols = ds.to_dict()

@@ -104,22 +104,27 @@ def load_article_pairs(path: str | Path | None = None, hub_split: str = "train")
     if p.is_file():
         return [record_to_pair(rec, f"{p}:{lineno}") for lineno, rec in read_jsonl(p)]
     if p.is_dir():
-        return _pairs_from_dataset(_load_saved(p, hub_split), str(p))
+        return _pairs_from_dataset(load_saved_split(p, hub_split, "; set data.hub_split"), str(p))
     if str(path).endswith((".jsonl", ".json")) or str(path).startswith((".", "/", "~")) or p.suffix:
         raise MultimsdError(f"input file not found: {path}")
     return _pairs_from_dataset(_load_hub(str(path), hub_split), str(path))
 
 
-def _load_saved(p: Path, split: str):
+def load_saved_split(p: Path, split: str, hint: str = ""):
+    """One split of a dataset saved with ``save_to_disk`` (a plain Dataset is returned as it is).
+
+    ``hint`` is appended to the missing-split error (e.g. which option chooses the split).
+    """
     import datasets
 
+    datasets.disable_progress_bars()
     try:
         ds = datasets.load_from_disk(str(p))
     except Exception as e:  # datasets raises several types for "not a dataset directory"
         raise MultimsdError(f"{p}: not a dataset saved with save_to_disk ({type(e).__name__})") from None
     if isinstance(ds, datasets.DatasetDict):
         if split not in ds:
-            raise MultimsdError(f"{p}: no split {split!r} (has {', '.join(ds)})")
+            raise MultimsdError(f"{p}: no split {split!r} (has {', '.join(ds)}){hint}")
         ds = ds[split]
     return ds
 

@@ -116,3 +116,18 @@ def test_refuses_to_overwrite_foreign_directory(tmp_path):
     with pytest.raises(MultimsdError, match="refusing to overwrite"):
         run(cfg(tmp_path))
     assert (out / "thesis.tex").read_text() == "precious"
+
+
+def test_saved_dataset_without_the_split_names_the_option(tmp_path):
+    import datasets
+
+    from multimsd.io import load_saved_split
+
+    datasets.DatasetDict({"train": datasets.Dataset.from_dict({"x": [1, 2]})}).save_to_disk(
+        str(tmp_path / "d")
+    )
+    assert load_saved_split(tmp_path / "d", "train")["x"] == [1, 2]
+    with pytest.raises(MultimsdError, match=r"no split 'test' \(has train\); set refs.split$"):
+        load_saved_split(tmp_path / "d", "test", "; set refs.split")
+    with pytest.raises(MultimsdError, match="not a dataset saved with save_to_disk"):
+        load_saved_split(tmp_path, "test")
