@@ -1,6 +1,7 @@
 """The training stage end to end on tiny random models (seconds each): loop, loss, checkpoints, ICL, errors."""
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -185,3 +186,28 @@ def test_shuffle_false_feeds_examples_in_selected_order(tmp_path):
     GradientState._reset_state()
     shuffled = run({**cfg, "data": {**cfg["data"], "shuffle": True}, "output_dir": str(tmp_path / "shuf")})
     assert next(h["loss"] for h in shuffled["history"] if "step" in h) != pytest.approx(first, rel=1e-5)
+
+
+def test_tokenize_dataset_is_cached_and_equals_tokenize_rows(tmp_path):
+    """Dataset.map tokenisation: same answer as the per-row encoder, one cache file per distinct input."""
+    from multimsd.training.data import load_pairs, select, tokenize_dataset, tokenize_rows
+    from multimsd.training.loop import to_train_config
+    from multimsd.training.modeling import load_model_and_tokenizer
+
+    tc = to_train_config(tiny_cfg(tmp_path, model="tiny_llama"))
+    _, tok = load_model_and_tokenizer(tc.model)
+    rows = select(load_pairs(None), tc.data, tc.seed)["train"]
+    cache = tmp_path / "tok-cache"
+    first = tokenize_dataset(tok, rows, "causal", 512, cache)
+    assert first.to_list() == tokenize_rows(tok, rows, "causal", 512)
+    (cached,) = {f["filename"] for f in first.cache_files}
+    mtime = Path(cached).stat().st_mtime_ns
+    again = tokenize_dataset(tok, rows, "causal", 512, cache)
+    assert {f["filename"] for f in again.cache_files} == {cached}
+    assert Path(cached).stat().st_mtime_ns == mtime  # read back, not written again
+    assert again.to_list() == first.to_list()
+    # A prompt cut by max_length leaves no label: that row is dropped, and the result gets a file of its own.
+    short = tokenize_dataset(tok, rows, "causal", 40, cache)
+    assert len(short) < len(first)
+    assert len(list(cache.glob("tokenized-*.arrow"))) == 2
+    assert len(tokenize_dataset(tok, [], "causal", 512, cache)) == 0

@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import json
 import random
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -195,6 +196,7 @@ def encode_lstm(tokenizer, row: dict, max_length: int) -> Tokenized:
 
 
 def tokenize_rows(tokenizer, rows: list[dict], kind: str, max_length: int) -> list[dict]:
+    """Encode rows for training; rows with no label token left (a prompt longer than max_length) are dropped."""
     enc = {"causal": encode_causal, "seq2seq": encode_seq2seq, "lstm": encode_lstm}[kind]
     out = []
     for r in rows:
@@ -202,6 +204,50 @@ def tokenize_rows(tokenizer, rows: list[dict], kind: str, max_length: int) -> li
         if any(x != -100 for x in t.labels):  # a prompt longer than max_length leaves nothing to learn
             out.append({"input_ids": t.input_ids, "labels": t.labels, "novel": t.novel, "lang": r["lang"]})
     return out
+
+
+TOKENIZED_COLUMNS = ("input_ids", "labels", "novel", "lang")
+
+
+def tokenize_dataset(tokenizer, rows: list[dict], kind: str, max_length: int, cache_dir: Path | None = None):
+    """:func:`tokenize_rows` as a ``Dataset.map``, cached on disk when ``cache_dir`` is given.
+
+    The cache file is named by a fingerprint of everything the result depends on (the rows, the tokenizer's
+    full state, the model kind, max_length, and the source of this module and of the prompts), so a re-run, a
+    resumed run, a sweep over θ or learning rate, and the other processes of a distributed run (called under
+    ``main_process_first``) read the main process's result instead of tokenising again; any change to those
+    inputs gives a new file.
+    """
+    import datasets
+    from datasets.fingerprint import Hasher
+
+    columns = ("complex", "simple", "lang")
+    if not rows:
+        return datasets.Dataset.from_dict({k: [] for k in TOKENIZED_COLUMNS})
+    ds = datasets.Dataset.from_list([{c: r[c] for c in columns} for r in rows])
+
+    def encode(batch: dict) -> dict:
+        # Batched, so rows without labels can simply be left out of the result.
+        encoded = tokenize_rows(
+            tokenizer, [dict(zip(columns, v)) for v in zip(*(batch[c] for c in columns))], kind, max_length
+        )
+        return {k: [e[k] for e in encoded] for k in TOKENIZED_COLUMNS}
+
+    kwargs = {}
+    if cache_dir is not None:
+        from multimsd.training import prompts
+
+        code = [Path(m.__file__).read_bytes() for m in (sys.modules[__name__], prompts)]
+        key = Hasher.hash([ds._fingerprint, Hasher.hash(tokenizer), kind, max_length, code])
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        kwargs = {"cache_file_name": str(cache_dir / f"tokenized-{key}.arrow"), "load_from_cache_file": True}
+    return ds.map(
+        encode,
+        batched=True,
+        remove_columns=list(columns),
+        desc="tokenising",
+        **kwargs,
+    )
 
 
 class Collator:

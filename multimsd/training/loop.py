@@ -30,7 +30,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from multimsd.errors import MultimsdError
 from multimsd.training.config import TrainConfig
-from multimsd.training.data import Collator, load_pairs, select, tokenize_rows, write_jsonl
+from multimsd.training.data import Collator, load_pairs, select, tokenize_dataset, write_jsonl
 from multimsd.training.loss import weighted_cross_entropy
 from multimsd.training.modeling import check_lstm_settings, load_model_and_tokenizer
 from multimsd.training.predict import generate, score_predictions
@@ -211,12 +211,12 @@ def run(cfg: TrainConfig | DictConfig | dict) -> dict:
         return run_icl(cfg, model, tokenizer, rows, val_rows, test_rows, accelerator, out)
 
     # --- data: tokenised once on the main process first (the others then read the same result)
-    import datasets
+    from multimsd.paths import cache_dir
 
     with accelerator.main_process_first():
         tok = {
-            split: datasets.Dataset.from_list(
-                tokenize_rows(tokenizer, rows[split], cfg.model.kind, cfg.data.max_length)
+            split: tokenize_dataset(
+                tokenizer, rows[split], cfg.model.kind, cfg.data.max_length, cache_dir() / "tokenized"
             )
             for split in ("train", "validation")
         }
