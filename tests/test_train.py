@@ -211,3 +211,28 @@ def test_tokenize_dataset_is_cached_and_equals_tokenize_rows(tmp_path):
     assert len(short) < len(first)
     assert len(list(cache.glob("tokenized-*.arrow"))) == 2
     assert len(tokenize_dataset(tok, [], "causal", 512, cache)) == 0
+
+
+def test_training_data_from_a_hub_id(monkeypatch):
+    """data.path=owner/name loads align.py's pushed DatasetDict; a failure is one clear line, no token."""
+    import datasets
+
+    from multimsd.training.data import load_pairs
+
+    rows = {"complex": ["A hard one."], "simple": ["An easy one."], "lang": ["en"], "article_id": ["a1"]}
+    dsd = datasets.DatasetDict({s: datasets.Dataset.from_dict(rows) for s in ("train", "validation", "test")})
+    asked = []
+    monkeypatch.setattr(datasets, "load_dataset", lambda repo_id: asked.append(repo_id) or dsd)
+    got = load_pairs("someone/msd-aligned")
+    assert asked == ["someone/msd-aligned"]
+    assert got["train"] == [{k: v[0] for k, v in rows.items()}] and len(got["test"]) == 1
+
+    def offline(repo_id):
+        raise ConnectionError("hf_secret_token must never show")
+
+    monkeypatch.setattr(datasets, "load_dataset", offline)
+    with pytest.raises(MultimsdError, match="not a local file or directory") as e:
+        load_pairs("someone/msd-aligned")
+    assert "hf_secret" not in str(e.value)
+    with pytest.raises(MultimsdError, match="training data not found"):
+        load_pairs("someone/pairs.jsonl")  # a file name, not a Hub id

@@ -56,8 +56,45 @@ def _rows_from_records(records: list[dict], where: str) -> dict[str, list[dict]]
     return out
 
 
+def _looks_like_hub_id(path: str) -> bool:
+    # "owner/name": exactly one slash, no file suffix, not a relative or absolute path.
+    parts = path.split("/")
+    return len(parts) == 2 and all(parts) and not path.startswith((".", "~")) and not Path(path).suffix
+
+
+def _load_hub_dataset_dict(repo_id: str):
+    """A DatasetDict pushed by ``align.py output.push_to_hub=true`` (or any with the same columns)."""
+    import datasets
+
+    try:
+        return datasets.load_dataset(repo_id)
+    except Exception as e:  # offline, no such repo, gated: report the type, never a token
+        from multimsd.embed import hub_reachable
+
+        hint = "the Hugging Face Hub is unreachable" if not hub_reachable() else "no such dataset on the Hub"
+        raise MultimsdError(
+            f"training data {repo_id!r} is not a local file or directory, and {hint} ({type(e).__name__})"
+        ) from None
+
+
+def _rows_from_dataset_dict(dsd, where: str) -> dict[str, list[dict]]:
+    import datasets
+
+    if not isinstance(dsd, datasets.DatasetDict):
+        raise MultimsdError(f"{where}: expected a DatasetDict with train/validation/test splits")
+    missing = [
+        c
+        for c in ("complex", "simple", "lang")
+        if c not in dsd.get("train", next(iter(dsd.values()))).column_names
+    ]
+    if missing:
+        raise MultimsdError(f"{where}: the dataset lacks column(s) {', '.join(missing)}")
+    return {s: [dict(r) for r in dsd[s]] if s in dsd else [] for s in SPLITS}
+
+
 def load_pairs(path: str | None) -> dict[str, list[dict]]:
-    """Train / validation / test rows from an align.py output, a JSONL or TSV file, or the sample (None)."""
+    """Train / validation / test rows from an align.py output (a directory or its Hub id ``owner/name``), a
+    JSONL or TSV file, or the sample (None)."""
     if path is None:
         return sample_gold_pairs()
     p = Path(path).expanduser()
@@ -68,10 +105,10 @@ def load_pairs(path: str | None) -> dict[str, list[dict]]:
             dsd = datasets.load_from_disk(str(p))
         except Exception as e:
             raise MultimsdError(f"{p}: not a DatasetDict written by align.py ({type(e).__name__})") from None
-        if not isinstance(dsd, datasets.DatasetDict):
-            raise MultimsdError(f"{p}: expected a DatasetDict with train/validation/test splits")
-        return {s: [dict(r) for r in dsd[s]] if s in dsd else [] for s in SPLITS}
+        return _rows_from_dataset_dict(dsd, str(p))
     if not p.is_file():
+        if _looks_like_hub_id(path):
+            return _rows_from_dataset_dict(_load_hub_dataset_dict(path), path)
         raise MultimsdError(f"training data not found: {p}")
     if p.suffix == ".tsv":
         with open(p, encoding="utf-8", newline="") as f:
