@@ -194,8 +194,8 @@ def main() -> None:
         llama8b_gpu(args.batch_size, args.seq_len, args.steps, args.peak_tflops)
         return
     torch.manual_seed(0)
-    # Alternate the three (ABCABC...) and keep each one's fastest run, so warm-up and a busy moment on the
-    # machine do not favour whichever runs first.
+    # Alternate the three (ABC BCA CAB ...) and keep each one's fastest run, so warm-up, the run order and a
+    # busy moment on the machine do not favour any of them.
     best: dict[str, dict] = {}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -205,7 +205,9 @@ def main() -> None:
                 "weighted": lambda r=r: ours(args.model, args.examples, args.batch_size, 4.0, work / f"r{r}"),
                 "trainer": lambda r=r: hf_trainer(args.model, args.examples, args.batch_size, work / f"r{r}"),
             }
-            for name, fn in runs.items():
+            order = list(runs)
+            for name in order[r % 3 :] + order[: r % 3]:  # rotate, so no loop always runs first or last
+                fn = runs[name]
                 res = fn()
                 if name not in best or res["train_seconds"] < best[name]["train_seconds"]:
                     best[name] = res

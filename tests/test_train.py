@@ -236,3 +236,37 @@ def test_training_data_from_a_hub_id(monkeypatch):
     assert "hf_secret" not in str(e.value)
     with pytest.raises(MultimsdError, match="training data not found"):
         load_pairs("someone/pairs.jsonl")  # a file name, not a Hub id
+
+
+def test_logits_only_from_the_first_label_give_the_same_loss(tmp_path):
+    """The loop computes a causal LM's logits only from the batch's earliest label on (logits_to_keep)."""
+    from multimsd.training.data import Collator, load_pairs, select, tokenize_rows
+    from multimsd.training.loop import _forward_kw, accepts_logits_to_keep, to_train_config
+    from multimsd.training.loss import weighted_cross_entropy
+    from multimsd.training.modeling import load_model_and_tokenizer
+
+    # Hand-made: the earliest label is at position 3 (row 1), so logits from position 2 on: 6 - 2 = 4 kept.
+    labels = torch.tensor([[-100, -100, -100, -100, 5, 6], [-100, -100, -100, 7, 8, -100], [-100] * 6])
+    assert _forward_kw({"labels": labels}, "causal", True) == ({"logits_to_keep": 4}, 2)
+    assert _forward_kw({"labels": labels}, "causal", False) == ({}, 0)
+    assert _forward_kw({"labels": torch.full((2, 3), -100)}, "causal", True) == ({}, 0)
+    assert _forward_kw({"labels": labels}, "seq2seq", True)[1] == 0
+
+    tc = to_train_config(tiny_cfg(tmp_path, model="tiny_llama"))
+    model, tok = load_model_and_tokenizer(tc.model)
+    assert accepts_logits_to_keep(model)
+    model.eval()
+    rows = select(load_pairs(None), tc.data, tc.seed)["train"][:4]
+    b = Collator(tok.pad_token_id)(tokenize_rows(tok, rows, "causal", 512))
+    kw, start = _forward_kw(b, "causal", True)
+    assert start > 10  # the chat prompt is long: most positions need no logits
+    with torch.no_grad():
+        full = model(input_ids=b["input_ids"], attention_mask=b["attention_mask"]).logits
+        part = model(input_ids=b["input_ids"], attention_mask=b["attention_mask"], **kw).logits
+    assert part.shape[1] == b["labels"].shape[1] - start
+    for theta in (1.0, 4.0):
+        a = weighted_cross_entropy(full, b["labels"], novel_mask=b["novel"], theta=theta, shift=True)
+        c = weighted_cross_entropy(
+            part, b["labels"][:, start:], novel_mask=b["novel"][:, start:], theta=theta, shift=True
+        )
+        assert float(c) == pytest.approx(float(a), rel=1e-5)
