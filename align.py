@@ -1,6 +1,6 @@
 """Alignment stage entry point: ``python align.py [hydra overrides]`` (see ``--help``).
 
-A thin Hydra wrapper; the stage itself is :func:`multimsd.align.run`, importable and testable on its own.
+A thin Hydra wrapper; the stage itself is :func:`multimsd.alignment.stage.run`, importable and testable on its own.
 """
 
 import hydra
@@ -13,7 +13,7 @@ register_configs()
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="align")
 def main(cfg: DictConfig) -> None:
-    from multimsd.align import run
+    from multimsd.alignment.stage import run
     from multimsd.cli import run_stage
 
     run_stage(run, cfg)

@@ -1,6 +1,6 @@
 """Evaluation stage entry point: ``python evaluate.py [hydra overrides]`` (see ``--help``).
 
-A thin Hydra wrapper; the stage itself is :func:`multimsd.evaluation.run`, importable and testable on its own.
+A thin Hydra wrapper; the stage itself is :func:`multimsd.evaluation.stage.run`, importable and testable on its own.
 
 The name clash with 🤗 ``evaluate``: a file ``evaluate.py`` in the repository root shadows the 🤗 package for
 every process whose ``sys.path`` starts with the root (``python evaluate.py``, ``python -c``/``-m`` or a REPL
@@ -61,7 +61,7 @@ else:
     @hydra.main(version_base="1.3", config_path="conf", config_name="evaluate")
     def main(cfg: DictConfig) -> None:
         from multimsd.cli import run_stage
-        from multimsd.evaluation import run
+        from multimsd.evaluation.stage import run
 
         run_stage(run, cfg)
 

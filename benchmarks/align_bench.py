@@ -22,7 +22,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from multimsd.align import candidate_matches, embed_documents, make_embedder, run, segment_pairs, to_config
+from multimsd.alignment.stage import (
+    candidate_matches,
+    embed_documents,
+    make_embedder,
+    run,
+    segment_pairs,
+    to_config,
+)
 from multimsd.io import load_article_pairs
 
 

@@ -28,7 +28,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from multimsd.aligners.lexical import (
+from multimsd.alignment.aligners.lexical import (
     STRING_SCORES,
     lexical_matches,
     mean_similarity,
@@ -36,9 +36,9 @@ from multimsd.aligners.lexical import (
     prepare,
     score_matrices,
 )
+from multimsd.alignment.segment import segment_document
 from multimsd.config import LexicalConfig
 from multimsd.io import load_article_pairs
-from multimsd.segment import segment_document
 
 
 def load_docs() -> tuple[list[tuple[list[str], list[str], str]], list[tuple[list[str], list[str], str]]]:

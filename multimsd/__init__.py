@@ -1,7 +1,7 @@
 """multimsd: multilingual medical text simplification.
 
 Stages (each an importable ``run(cfg)`` behind a thin Hydra entry point in the repository root):
-``multimsd.align`` (article pairs -> aligned sentence-pair DatasetDict), more to come.
+``multimsd.alignment.stage`` (article pairs -> aligned sentence-pair DatasetDict), more to come.
 """
 
 __version__ = "0.1.0"

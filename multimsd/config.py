@@ -80,7 +80,7 @@ class LexicalConfig:
     # Pairs whose mean similarity lies in [aligner.threshold, max_mean] are aligned (paper: 0.5 <= mean <= 0.8;
     # above 0.8 the two sentences are near copies, which teach a simplifier nothing).
     max_mean: float = 0.8
-    # The string similarities averaged (multimsd.aligners.lexical.STRING_SCORES; default all 11). The
+    # The string similarities averaged (multimsd.alignment.aligners.lexical.STRING_SCORES; default all 11). The
     # paraphrase probability joins them as the 12th when paraphrase.model_path is set.
     scores: list[str] = field(
         default_factory=lambda: [

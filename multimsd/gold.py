@@ -1,4 +1,5 @@
-"""Scoring sentence alignments against human gold alignments, and tuning θ (MultiMSD section 3.3, Table 3).
+"""Human gold sentence alignments: the document readers shared by every stage (scoring is in
+:mod:`multimsd.alignment.goldscore`, the ``align.py mode=gold`` report in :mod:`multimsd.alignment.goldmode`).
 
 Gold format (JSONL, one article pair a line; the bundled sample's ``articles.jsonl`` is one)::
 
@@ -14,14 +15,12 @@ predicts 1:1 pairs, so n:m gold items count as misses unless ``only_1to1`` restr
 from __future__ import annotations
 
 import csv
-import json
-import random
 from dataclasses import dataclass
 from pathlib import Path
 
 from multimsd.errors import MultimsdError
 from multimsd.io import read_jsonl, record_to_pair
-from multimsd.match import Match
+from multimsd.paths import sample_data_dir
 
 GoldPair = tuple[tuple[int, ...], tuple[int, ...]]
 
@@ -83,84 +82,13 @@ def read_deplain(directory: str | Path) -> list[GoldDoc]:
     return list(docs.values())
 
 
-@dataclass
-class PRF:
-    correct: int
-    predicted: int
-    gold: int
-
-    @property
-    def precision(self) -> float:
-        return self.correct / self.predicted if self.predicted else 0.0
-
-    @property
-    def recall(self) -> float:
-        return self.correct / self.gold if self.gold else 0.0
-
-    @property
-    def f1(self) -> float:
-        p, r = self.precision, self.recall
-        return 2 * p * r / (p + r) if p + r else 0.0
-
-    def __add__(self, other: PRF) -> PRF:
-        return PRF(self.correct + other.correct, self.predicted + other.predicted, self.gold + other.gold)
-
-    def as_dict(self) -> dict:
-        return {
-            "precision": self.precision,
-            "recall": self.recall,
-            "f1": self.f1,
-            "correct": self.correct,
-            "predicted": self.predicted,
-            "gold": self.gold,
-        }
-
-
-def gold_set(doc: GoldDoc, only_1to1: bool = False) -> set[GoldPair]:
-    return {g for g in doc.gold if len(g[0]) == 1 and len(g[1]) == 1} if only_1to1 else set(doc.gold)
-
-
-def score_doc(pred: list[tuple[int, int]], gold: set[GoldPair]) -> PRF:
-    """Exact-pair precision/recall counts for one document."""
-    pred_set = {((i,), (j,)) for i, j in pred}
-    return PRF(len(pred_set & gold), len(pred_set), len(gold))
-
-
-def split_gold_ids(docs: list[GoldDoc], valid_fraction: float, seed: int) -> tuple[set[str], set[str]]:
-    """Split gold article ids in a validation part (θ tuning) and a test part (reporting), like the paper."""
-    ids = sorted({d.article_id for d in docs})
-    if len(ids) < 2:
-        raise MultimsdError("gold evaluation needs at least 2 article pairs (one to tune θ, one to test)")
-    random.Random(seed).shuffle(ids)
-    n_valid = min(len(ids) - 1, max(1, round(len(ids) * valid_fraction)))
-    return set(ids[:n_valid]), set(ids[n_valid:])
-
-
-def sweep(
-    candidates: dict[tuple[str, str], list[Match]],
-    docs: list[GoldDoc],
-    thresholds: list[float],
-    only_1to1: bool = False,
-) -> dict[float, PRF]:
-    """Micro-averaged P/R/F1 over ``docs`` for each θ, from threshold-free candidate matches.
-
-    Matching decides *which* pairs compete before θ is applied, so the candidates (matches at θ = -inf)
-    are computed once and each θ is a filter on their scores.
-    """
-    out = {}
-    for theta in thresholds:
-        total = PRF(0, 0, 0)
-        for d in docs:
-            pred = [(m.i, m.j) for m in candidates[(d.article_id, d.lang)] if m.score >= theta]
-            total = total + score_doc(pred, gold_set(d, only_1to1))
-        out[theta] = total
-    return out
-
-
-def best_threshold(curve: dict[float, PRF]) -> float:
-    """θ with the highest F1; on ties the higher θ (fewer, surer pairs)."""
-    return max(curve, key=lambda t: (round(curve[t].f1, 12), t))
-
-
-def write_json(path: Path, obj) -> None:
-    path.write_text(json.dumps(obj, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+def load_gold_docs(path: str | None) -> list[GoldDoc]:
+    """Our gold JSONL, or a DEplain-style directory (documents.jsonl + gold.tsv); None = the bundled sample."""
+    if path is None:
+        return load_gold(sample_data_dir() / "articles.jsonl")
+    p = Path(path).expanduser()
+    if p.is_dir():
+        if not (p / "documents.jsonl").is_file() or not (p / "gold.tsv").is_file():
+            raise MultimsdError(f"{p}: a gold directory needs documents.jsonl and gold.tsv (DEplain layout)")
+        return read_deplain(p)
+    return load_gold(p)

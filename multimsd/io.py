@@ -157,3 +157,19 @@ def check_languages(langs: list[str]) -> list[str]:
     if not langs:
         raise MultimsdError("data.languages is empty")
     return list(langs)
+
+
+def hub_reachable(timeout: float = 3.0) -> bool:
+    """A quick TCP check of the Hub endpoint, so an offline machine fails in seconds, not after retries."""
+    import os
+    import socket
+    from urllib.parse import urlparse
+
+    if os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes"):
+        return False
+    url = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
+    try:
+        socket.create_connection((url.hostname, url.port or 443), timeout=timeout).close()
+    except OSError:
+        return False
+    return True

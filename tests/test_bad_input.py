@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from multimsd.align import run
+from multimsd.alignment.stage import run
 from multimsd.errors import MultimsdError
 
 GOOD = {

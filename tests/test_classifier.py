@@ -10,8 +10,8 @@ import pytest
 from conftest import run_cli
 from gensim.models import KeyedVectors
 
-from multimsd.aligners import classifier as clf
-from multimsd.aligners.features import (
+from multimsd.alignment.aligners import classifier as clf
+from multimsd.alignment.aligners.features import (
     FEATURE_NAMES,
     article_features,
     pair_features,
@@ -19,10 +19,10 @@ from multimsd.aligners.features import (
     prepare_docs,
     train_word_vectors,
 )
+from multimsd.alignment.goldscore import PRF, split_gold_ids
 from multimsd.config import ClassifierConfig
 from multimsd.errors import MultimsdError
-from multimsd.gold import PRF, GoldDoc, split_gold_ids
-from multimsd.gold_eval import load_gold_docs
+from multimsd.gold import GoldDoc, load_gold_docs
 
 
 def toy_vectors() -> KeyedVectors:

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
+from multimsd.alignment.embed import Embedder
 from multimsd.config import EmbedderConfig
-from multimsd.embed import Embedder
 from multimsd.errors import MultimsdError
 
 TEXTS = [

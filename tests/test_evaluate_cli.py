@@ -1,5 +1,5 @@
 """evaluate.py: the real CLI (few subprocesses: each pays ~8 s of imports here), the 🤗 `evaluate` name clash,
-and the evaluation stage's input handling in-process (multimsd.evaluation.run)."""
+and the evaluation stage's input handling in-process (multimsd.evaluation.stage.run)."""
 
 import json
 import os
@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from multimsd.errors import MultimsdError
-from multimsd.evaluation import parse_select_by, run
+from multimsd.evaluation.stage import parse_select_by, run
 from multimsd.metrics import corpus_bleu, corpus_sari
 
 ROWS = [

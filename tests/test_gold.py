@@ -4,9 +4,10 @@ import json
 
 import pytest
 
+from multimsd.alignment.goldscore import PRF, best_threshold, score_doc, split_gold_ids, sweep
+from multimsd.alignment.match import Match
 from multimsd.errors import MultimsdError
-from multimsd.gold import PRF, GoldDoc, best_threshold, load_gold, score_doc, split_gold_ids, sweep
-from multimsd.match import Match
+from multimsd.gold import GoldDoc, load_gold
 
 
 def test_score_doc_hand_checked():

@@ -2,9 +2,9 @@
 
 import pytest
 
-from multimsd.align import to_config
+from multimsd.alignment.goldmode import evaluate_gold
+from multimsd.alignment.stage import to_config
 from multimsd.gold import read_deplain
-from multimsd.gold_eval import evaluate_gold
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from conftest import run_cli
 
-from multimsd.aligners.lexical import (
+from multimsd.alignment.aligners.lexical import (
     STRING_SCORES,
     char_ngrams,
     lexical_matches,
@@ -18,7 +18,7 @@ from multimsd.aligners.lexical import (
 )
 from multimsd.config import LexicalConfig
 from multimsd.errors import MultimsdError
-from multimsd.gold_eval import load_gold_docs
+from multimsd.gold import load_gold_docs
 
 # (score, a, b, expected), every expected value worked out by hand.
 HAND = [
@@ -221,7 +221,7 @@ def test_cli_gold_lexical(tmp_path, python, repo_root):
 
 def test_bad_score_name_is_one_error_line(tmp_path, capsys):
     """The CLI contract (one ``error:`` line, exit status 2, no output), run in-process."""
-    from multimsd.align import run
+    from multimsd.alignment.stage import run
     from multimsd.cli import run_stage
 
     out = tmp_path / "aligned"

@@ -12,9 +12,9 @@ import torch
 import torch.nn.functional as F
 
 from multimsd.errors import MultimsdError
-from multimsd.models.lstm import LstmSeq2Seq, LstmSeq2SeqConfig, WordTokenizer, detokenize
 from multimsd.training.data import Collator, paraphrase_splits, sample_gold_pairs, tokenize_rows
 from multimsd.training.loss import weighted_cross_entropy
+from multimsd.training.models.lstm import LstmSeq2Seq, LstmSeq2SeqConfig, WordTokenizer, detokenize
 from multimsd.training.sampled_softmax import (
     SampledSoftmax,
     log_expected_count,

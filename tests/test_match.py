@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
+from multimsd.alignment.match import article_knn, check_threshold, match_from_knn, match_matrix
 from multimsd.errors import MultimsdError
-from multimsd.match import article_knn, check_threshold, match_from_knn, match_matrix
 
 # Rows: complex sentences i, columns: simple sentences j.
 # Row argmax: 0->0, 1->0, 2->1.  Column argmax: 0->0 (0.9), 1->2 (0.6), 2->1 (0.7).

@@ -15,7 +15,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from multimsd.errors import MultimsdError  # noqa: E402
-from multimsd.models import offline as om  # noqa: E402
+from multimsd.training.models import offline as om  # noqa: E402
 
 HAS_SMOLLM2 = importlib.util.find_spec(om.SMOLLM2_PACKAGE) is not None
 HAS_GGUF = importlib.util.find_spec("gguf") is not None

@@ -9,8 +9,13 @@ import pytest
 import torch
 from conftest import run_cli as run_align
 
-from multimsd.aligners.lexical import STRING_SCORES, lexical_matches, mean_similarity, score_matrices
-from multimsd.aligners.paraphrase import (
+from multimsd.alignment.aligners.lexical import (
+    STRING_SCORES,
+    lexical_matches,
+    mean_similarity,
+    score_matrices,
+)
+from multimsd.alignment.aligners.paraphrase import (
     CONFIG_FILE,
     PairRow,
     load_paraphrase_model,
@@ -228,7 +233,7 @@ def test_lexical_uses_the_paraphrase_score(trained):
 
 
 def test_align_run_with_paraphrase_model(trained, tmp_path, caplog):
-    from multimsd.align import run
+    from multimsd.alignment.stage import run
 
     model_dir, _ = trained
     cfg = {
@@ -265,7 +270,7 @@ def test_cli_missing_train_file(tmp_path, python, repo_root):
 @pytest.mark.parametrize("case", ["word2vec_dimension", "foreign_output_dir"])
 def test_bad_input_is_one_error_line(case, tmp_path, toy_tsv, capsys):
     """The CLI contract (one ``error:`` line, exit status 2, nothing left behind), run in-process."""
-    from multimsd.align import run
+    from multimsd.alignment.stage import run
     from multimsd.cli import run_stage
 
     out = tmp_path / "model"

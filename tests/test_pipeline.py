@@ -5,7 +5,7 @@ import json
 import datasets
 import pytest
 
-from multimsd.align import run
+from multimsd.alignment.stage import run
 
 
 def base_cfg(tmp_path, tiny_encoder, **sections):

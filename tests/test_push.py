@@ -4,7 +4,7 @@ import datasets
 import pytest
 
 from multimsd import align
-from multimsd.align import to_config
+from multimsd.alignment.stage import to_config
 from multimsd.errors import MultimsdError
 
 

@@ -1,4 +1,4 @@
-"""Tests for multimsd.segment: sentence splitting in nine languages and Cardon & Grabar clean-up.
+"""Tests for multimsd.alignment.segment: sentence splitting in nine languages and Cardon & Grabar clean-up.
 
 Every expected split below was written by hand, sentence by sentence, from what a reader of the language
 would call a sentence; the paragraphs are full of the traps medical text sets for a splitter
@@ -12,8 +12,8 @@ import copy
 import pytest
 
 import multimsd
+from multimsd.alignment.segment import SUPPORTED_LANGUAGES, clean_documents, segment_document, split_sentences
 from multimsd.errors import MultimsdError
-from multimsd.segment import SUPPORTED_LANGUAGES, clean_documents, segment_document, split_sentences
 
 # --------------------------------------------------------------------------------------------------
 # One hand-split paragraph per language

@@ -2,8 +2,8 @@
 
 from collections import Counter
 
+from multimsd.alignment.filters import filter_pairs
 from multimsd.config import FilterConfig
-from multimsd.filters import filter_pairs
 from multimsd.split import split_article_ids
 
 

@@ -20,7 +20,7 @@ class LoraSettings:
 
 @dataclass
 class LstmSettings:
-    """The word-level LSTM encoder-decoder (``model.kind=lstm``; Adduru et al. 2018, see multimsd.models.lstm)."""
+    """The word-level LSTM encoder-decoder (``model.kind=lstm``; Adduru et al. 2018, see multimsd.training.models.lstm)."""
 
     embedding_size: int = 1024
     hidden_size: int = 1024  # units per layer (per direction in the BiLSTM encoder); paper: 1024

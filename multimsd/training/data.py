@@ -69,7 +69,7 @@ def _load_hub_dataset_dict(repo_id: str):
     try:
         return datasets.load_dataset(repo_id)
     except Exception as e:  # offline, no such repo, gated: report the type, never a token
-        from multimsd.embed import hub_reachable
+        from multimsd.io import hub_reachable
 
         hint = "the Hugging Face Hub is unreachable" if not hub_reachable() else "no such dataset on the Hub"
         raise MultimsdError(
@@ -216,7 +216,7 @@ def encode_causal(tokenizer, row: dict, max_length: int, shots=()) -> Tokenized:
 
 def encode_seq2seq(tokenizer, row: dict, max_length: int) -> Tokenized:
     """mBART-50: ``[lang] X </s>`` -> ``[lang] Y </s>`` with the example's own language code on both sides."""
-    from multimsd.models.offline import MBART50_LANG_CODES
+    from multimsd.training.models.offline import MBART50_LANG_CODES
 
     code = MBART50_LANG_CODES[row["lang"]]
     tokenizer.src_lang = code
@@ -228,7 +228,7 @@ def encode_seq2seq(tokenizer, row: dict, max_length: int) -> Tokenized:
 
 
 def encode_lstm(tokenizer, row: dict, max_length: int) -> Tokenized:
-    """The word-level LSTM (multimsd.models.lstm): source words -> target words + ``</s>``, novelty by word."""
+    """The word-level LSTM (multimsd.training.models.lstm): source words -> target words + ``</s>``, novelty by word."""
     return Tokenized(*tokenizer.encode_pair(row, max_length))
 
 

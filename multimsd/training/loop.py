@@ -5,7 +5,7 @@ Read top to bottom, :func:`run` is the whole stage (MultiMSD sections 4-5):
 1. data: the aligned pairs (align.py output, JSONL/TSV, or the sample's gold pairs), mono or multi;
 2. model: mBART-50 (full fine-tuning) or a chat LM with LoRA (Llama-3.1-8B-Instruct; SmolLM2 offline), or
    the word-level LSTM encoder-decoder of Adduru et al. 2018 trained from scratch with a sampled softmax
-   (``model.kind=lstm``; multimsd.models.lstm, multimsd.training.sampled_softmax);
+   (``model.kind=lstm``; multimsd.training.models.lstm, multimsd.training.sampled_softmax);
 3. an explicit Accelerate loop: ``prepare``, ``accumulate``, clipping, scheduler, and the novel-token
    weighted cross-entropy normalised by the label tokens of the *whole* accumulated, all-process batch;
 4. each epoch: validation cross-entropy and SARI / BLEU on generated outputs (gathered over processes),
@@ -473,7 +473,7 @@ def load_best(cfg: TrainConfig, path: Path, accelerator, model):
     if not path.exists():
         return unwrapped
     if cfg.model.kind == "lstm":
-        from multimsd.models.lstm import LstmSeq2Seq
+        from multimsd.training.models.lstm import LstmSeq2Seq
 
         unwrapped.load_state_dict(LstmSeq2Seq.from_pretrained(path).state_dict())
     elif cfg.model.lora.enabled:

@@ -23,7 +23,7 @@ def resolve_pretrained(name: str) -> str:
     The tiny models are random (seeded) and exist for tests and debug runs; they are built once into the
     multimsd cache.
     """
-    from multimsd.models import offline
+    from multimsd.training.models import offline
 
     if name.startswith(TINY_PREFIX):
         kind = name[len(TINY_PREFIX) :]
@@ -45,7 +45,7 @@ def resolve_pretrained(name: str) -> str:
 
 def check_lstm_settings(cfg) -> None:
     """Settings of ``model.kind=lstm`` that are wrong before any data is read (a TrainConfig)."""
-    from multimsd.models.lstm import ATTENTIONS
+    from multimsd.training.models.lstm import ATTENTIONS
 
     s = cfg.model.lstm
     if cfg.model.lora.enabled:
@@ -83,7 +83,7 @@ def load_lstm(ms: ModelSettings, train_rows: list[dict] | None, paraphrase: bool
     """
     from pathlib import Path
 
-    from multimsd.models.lstm import LstmSeq2Seq, LstmSeq2SeqConfig, WordTokenizer
+    from multimsd.training.models.lstm import LstmSeq2Seq, LstmSeq2SeqConfig, WordTokenizer
 
     s = ms.lstm
     if ms.pretrained == "scratch":
@@ -154,7 +154,7 @@ def load_model_and_tokenizer(
         tokenizer = AutoTokenizer.from_pretrained(path)
         model = auto.from_pretrained(path, **kwargs)
     except OSError:
-        from multimsd.embed import hub_reachable
+        from multimsd.io import hub_reachable
 
         hint = "the Hugging Face Hub is unreachable" if not hub_reachable() else "no such model on the Hub"
         raise MultimsdError(

@@ -59,7 +59,7 @@ def _generate_causal(cfg, model, tokenizer, rows: list[dict], shots: dict) -> li
 
 @torch.no_grad()
 def _generate_seq2seq(cfg, model, tokenizer, rows: list[dict]) -> list[str]:
-    from multimsd.models.offline import MBART50_LANG_CODES
+    from multimsd.training.models.offline import MBART50_LANG_CODES
 
     out: dict[int, str] = {}
     by_lang = defaultdict(list)

@@ -9,7 +9,7 @@ TensorFlow's ``tf.nn.sampled_softmax_loss``:
 1. draw ``k`` candidate classes from a proposal ``Q`` over the target vocabulary, *once per batch* (shared by
    every token of the batch): :func:`sample_candidates`. Proposals: :func:`log_uniform_probs` (Zipfian,
    ``Q(c) = log((c + 2) / (c + 1)) / log(V + 1)``, TF's ``log_uniform_candidate_sampler``; it assumes ids
-   sorted by decreasing frequency, which :class:`multimsd.models.lstm.WordTokenizer` guarantees) or
+   sorted by decreasing frequency, which :class:`multimsd.training.models.lstm.WordTokenizer` guarantees) or
    :func:`unigram_probs` (the training targets' smoothed, distorted unigram counts);
 2. for each label token ``y`` with decoder output ``h``: logits ``z_c = h . W_c + b_c - log E(c)`` for
    ``c`` in ``{y} + candidates``, where ``E(c)`` is the expected number of times ``c`` is drawn (the

@@ -9,7 +9,7 @@ Preprocessing *(ours)*: a sentence is lowercased; its **words** are the tokens o
 :func:`multimsd.text.word_tokenize` (MeCab morphemes for Japanese, Han characters for Chinese, regex words
 elsewhere) that contain a letter or digit (punctuation is dropped). "The features are computed on word forms"
 (2019, section 2.3): no lemmatisation. W = the set of distinct words of a sentence, C = W minus the
-language's stopwords (:mod:`multimsd.aligners.stopwords`; bundled lists, nltk's corpus is not available
+language's stopwords (:mod:`multimsd.alignment.aligners.stopwords`; bundled lists, nltk's corpus is not available
 offline). Subscripts c and s are the complex and the simple sentence.
 
 ====  ======================  =================================================================================
@@ -64,7 +64,7 @@ from pathlib import Path
 
 import numpy as np
 
-from multimsd.aligners.stopwords import stopwords
+from multimsd.alignment.aligners.stopwords import stopwords
 from multimsd.errors import MultimsdError
 from multimsd.text import word_tokenize
 

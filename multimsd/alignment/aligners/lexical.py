@@ -63,9 +63,9 @@ from rapidfuzz import process
 from rapidfuzz.distance import OSA, DamerauLevenshtein, Indel, JaroWinkler, LCSseq, Levenshtein
 from tqdm.auto import tqdm
 
+from multimsd.alignment.match import Match
 from multimsd.config import LexicalConfig
 from multimsd.errors import MultimsdError
-from multimsd.match import Match
 from multimsd.text import word_tokenize
 
 log = logging.getLogger(__name__)
@@ -257,7 +257,7 @@ def score_matrices(
 ) -> dict[str, np.ndarray]:
     """Every requested similarity of every (complex i, simple j) pair: name -> (m, n) float64 array.
 
-    With ``paraphrase_model`` (from :func:`multimsd.aligners.paraphrase.load_paraphrase_model`) the
+    With ``paraphrase_model`` (from :func:`multimsd.alignment.aligners.paraphrase.load_paraphrase_model`) the
     matrix of paraphrase probabilities is added under ``"paraphrase"``.
 
     ``min_mean`` (used by :func:`lexical_matches`): only pairs whose mean could reach it need exact values.
@@ -288,7 +288,7 @@ def score_matrices(
         sets = _set_matrices([p.words for p in a], [p.words for p in b])
         out.update({name: sets[name] for name in scores if name in _SET_SCORES})
     if paraphrase_model is not None:
-        from multimsd.aligners.paraphrase import paraphrase_matrix
+        from multimsd.alignment.aligners.paraphrase import paraphrase_matrix
 
         out[PARAPHRASE] = paraphrase_matrix(paraphrase_model, complex_sents, simple_sents, lang)
     if bounded_dl:
@@ -358,7 +358,7 @@ def lexical_matches(
         )
     model = None
     if cfg.paraphrase.model_path:
-        from multimsd.aligners.paraphrase import load_paraphrase_model
+        from multimsd.alignment.aligners.paraphrase import load_paraphrase_model
 
         model = load_paraphrase_model(cfg.paraphrase.model_path, cfg.paraphrase.device)
     log.info(

@@ -24,7 +24,7 @@ import numpy as np
 from multimsd.errors import MultimsdError
 
 METHODS = ("symmetric", "asymmetric", "margin")  # the embedding aligners (this module)
-# The papers' older aligners score pairs without embeddings (multimsd.aligners); θ is on a [0, 1] score.
+# The papers' older aligners score pairs without embeddings (multimsd.alignment.aligners); θ is on a [0, 1] score.
 SCORE_METHODS = ("lexical", "classifier")
 ALL_METHODS = METHODS + SCORE_METHODS
 

@@ -24,14 +24,21 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
 from multimsd import LANGUAGES
+from multimsd.alignment.filters import filter_pairs
+from multimsd.alignment.match import (
+    METHODS,
+    SCORE_METHODS,
+    Match,
+    article_knn,
+    check_threshold,
+    match_from_knn,
+)
+from multimsd.alignment.stats import corpus_statistics, statistics_markdown
 from multimsd.config import AlignConfig
 from multimsd.errors import MultimsdError
-from multimsd.filters import filter_pairs
 from multimsd.fsutil import atomic_directory, check_replaceable
 from multimsd.io import ArticlePair, check_languages, load_article_pairs
-from multimsd.match import METHODS, SCORE_METHODS, Match, article_knn, check_threshold, match_from_knn
 from multimsd.split import SPLITS, split_article_ids
-from multimsd.stats import corpus_statistics, statistics_markdown
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +74,7 @@ def segment_pairs(
     pairs: list[ArticlePair], cleanup: bool, fraction: float
 ) -> list[tuple[list[str], list[str]]]:
     """Sentences of each side of each pair, optionally with the Cardon & Grabar clean-up per sub-corpus."""
-    from multimsd.segment import clean_documents, segment_document
+    from multimsd.alignment.segment import clean_documents, segment_document
 
     docs = [
         (segment_document(p.complex, p.lang), segment_document(p.simple, p.lang))
@@ -133,16 +140,16 @@ def score_method_matches(
     m x n candidates of every article pair would not fit in memory).
     """
     if method == "lexical":
-        from multimsd.aligners.lexical import lexical_matches
+        from multimsd.alignment.aligners.lexical import lexical_matches
 
         return lexical_matches(docs, langs, cfg.aligner.lexical, min_score=min_score)
-    from multimsd.aligners.classifier import classifier_matches
+    from multimsd.alignment.aligners.classifier import classifier_matches
 
     return classifier_matches(docs, langs, cfg, gold_train=gold_train)
 
 
 def make_embedder(cfg: AlignConfig):
-    from multimsd.embed import Embedder
+    from multimsd.alignment.embed import Embedder
 
     root = Path(cfg.cache_dir) / "embeddings" if cfg.cache_dir else None
     return Embedder(cfg.embedder, root)
@@ -154,15 +161,15 @@ def run(cfg: AlignConfig | DictConfig | dict) -> dict:
     cfg = to_config(cfg)
     check_config(cfg)
     if cfg.mode == "gold":
-        from multimsd.gold_eval import run_gold
+        from multimsd.alignment.goldmode import run_gold
 
         return run_gold(cfg)
     if cfg.mode == "train_paraphrase":
-        from multimsd.aligners.paraphrase import run_train_paraphrase
+        from multimsd.alignment.aligners.paraphrase import run_train_paraphrase
 
         return run_train_paraphrase(cfg)
     if cfg.mode == "imbalance":
-        from multimsd.aligners.classifier import run_imbalance
+        from multimsd.alignment.aligners.classifier import run_imbalance
 
         return run_imbalance(cfg)
     out_dir = Path(cfg.output.dir)

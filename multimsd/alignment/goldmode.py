@@ -12,31 +12,24 @@ import logging
 from pathlib import Path
 
 from multimsd import LANGUAGES
+from multimsd.alignment.goldscore import best_threshold, split_gold_ids, sweep, write_json
+from multimsd.alignment.match import ALL_METHODS, METHODS, SCORE_METHODS
 from multimsd.config import AlignConfig
 from multimsd.errors import MultimsdError
 from multimsd.fsutil import atomic_directory, check_replaceable
-from multimsd.gold import GoldDoc, best_threshold, load_gold, read_deplain, split_gold_ids, sweep, write_json
-from multimsd.match import ALL_METHODS, METHODS, SCORE_METHODS
-from multimsd.paths import sample_data_dir
+from multimsd.gold import GoldDoc, load_gold_docs
 
 log = logging.getLogger(__name__)
 
 
-def load_gold_docs(path: str | None) -> list[GoldDoc]:
-    """Our gold JSONL, or a DEplain-style directory (documents.jsonl + gold.tsv); None = the bundled sample."""
-    if path is None:
-        return load_gold(sample_data_dir() / "articles.jsonl")
-    p = Path(path).expanduser()
-    if p.is_dir():
-        if not (p / "documents.jsonl").is_file() or not (p / "gold.tsv").is_file():
-            raise MultimsdError(f"{p}: a gold directory needs documents.jsonl and gold.tsv (DEplain layout)")
-        return read_deplain(p)
-    return load_gold(p)
-
-
 def evaluate_gold(cfg: AlignConfig, docs: list[GoldDoc]) -> dict:
     """Tune θ per method and language on validation gold; report on test gold. Returns a JSON-able dict."""
-    from multimsd.align import candidate_matches, embed_documents, make_embedder, score_method_matches
+    from multimsd.alignment.stage import (
+        candidate_matches,
+        embed_documents,
+        make_embedder,
+        score_method_matches,
+    )
 
     bad = [m for m in cfg.gold.methods if m not in ALL_METHODS]
     if bad:

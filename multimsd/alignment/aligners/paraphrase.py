@@ -1,6 +1,6 @@
 """Siamese BiLSTM paraphrase identifier: Adduru et al. (2018), section 2.3 — the lexical aligner's 12th score.
 
-The string similarities of :mod:`multimsd.aligners.lexical` miss paraphrases written with other words
+The string similarities of :mod:`multimsd.alignment.aligners.lexical` miss paraphrases written with other words
 ("glioma" / "brain tumour"), so the paper adds the probability of a neural paraphrase classifier::
 
     s1 -> words -> embeddings -> 3 x BiLSTM --u--.                   (the two arms share every weight)
@@ -49,7 +49,7 @@ from torch.nn.utils.rnn import pack_padded_sequence
 from tqdm.auto import tqdm
 
 from multimsd import LANGUAGES
-from multimsd.aligners.lexical import sentence_words
+from multimsd.alignment.aligners.lexical import sentence_words
 from multimsd.errors import MultimsdError
 from multimsd.fsutil import atomic_directory, check_replaceable
 
@@ -278,7 +278,7 @@ def read_pairs(path: str | Path, default_lang: str = "en") -> list[PairRow]:
 
 def gold_pairs() -> list[PairRow]:
     """The bundled sample's gold alignments as paraphrase pairs (n:m items joined into one sentence each)."""
-    from multimsd.gold_eval import load_gold_docs
+    from multimsd.gold import load_gold_docs
 
     rows = []
     for d in load_gold_docs(None):
