@@ -233,6 +233,9 @@ class AlignConfig:
     # Embedding cache; null = <multimsd cache>/embeddings.
     cache_dir: str | None = None
     seed: int = 42
+    # Modules imported before the stage runs, so their register_* calls (aligners, model kinds, metrics) take
+    # effect: plugins=[my_package.my_aligner] (see README, Extending multimsd).
+    plugins: list[str] = field(default_factory=list)
 
 
 # ------------------------------------------------------------------------------------------------ evaluation
@@ -292,6 +295,9 @@ class EvaluateConfig:
     # Ranking criterion: a metric (sari, bleu, chrf, meteor) or mean(<metric>,<metric>,...).
     select_by: str = "mean(sari,bleu)"
     output: EvalOutputConfig = field(default_factory=EvalOutputConfig)
+    # Modules imported before the stage runs, so their register_* calls (aligners, model kinds, metrics) take
+    # effect: plugins=[my_package.my_aligner] (see README, Extending multimsd).
+    plugins: list[str] = field(default_factory=list)
 
 
 def register_configs() -> None:

@@ -138,3 +138,6 @@ class TrainConfig:
     checkpoint_every: int = 0  # optimizer steps between checkpoints; 0 = end of each epoch only
     report_to: list[str] = field(default_factory=list)  # tensorboard, wandb, mlflow (Accelerate trackers)
     seed: int = 42
+    # Modules imported before the stage runs, so their register_* calls (aligners, model kinds, metrics) take
+    # effect: plugins=[my_package.my_aligner] (see README, Extending multimsd).
+    plugins: list[str] = field(default_factory=list)
