@@ -173,3 +173,83 @@ def hub_reachable(timeout: float = 3.0) -> bool:
     except OSError:
         return False
     return True
+
+
+# ---------------------------------------------------------------------------------------------- sentence pairs
+def looks_like_hub_id(path: str) -> bool:
+    """``owner/name``: exactly one slash, no file suffix, not a relative or absolute path."""
+    parts = path.split("/")
+    return len(parts) == 2 and all(parts) and not path.startswith((".", "~")) and not Path(path).suffix
+
+
+def read_tsv(path: str | Path) -> list[tuple[int, dict]]:
+    """A UTF-8 TSV file with a header row, strictly: ``(line number, {column: value})`` per data row.
+
+    Quotes are ordinary characters (sentences contain them). A row whose field count differs from the
+    header's (a stray tab inside a sentence, a truncated line) is an error that names its line, because
+    shifting the columns of one row would silently pair a sentence with the wrong text.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise MultimsdError(f"input file not found: {path}")
+    try:
+        text = path.read_bytes().decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as e:
+        raise MultimsdError(f"{path}: not valid UTF-8 (byte {e.start})") from None
+    lines = [(k, line.removesuffix("\r")) for k, line in enumerate(text.split("\n"), start=1)]
+    lines = [(k, line) for k, line in lines if line.strip()]
+    if not lines:
+        raise MultimsdError(f"{path}: empty file")
+    header = lines[0][1].split("\t")
+    rows = []
+    for lineno, line in lines[1:]:
+        fields = line.split("\t")
+        if len(fields) != len(header):
+            raise MultimsdError(
+                f"{path}:{lineno}: {len(fields)} tab-separated fields, the header has {len(header)}"
+            )
+        rows.append((lineno, dict(zip(header, fields))))
+    if not rows:
+        raise MultimsdError(f"{path}: no records")
+    return rows
+
+
+def load_pair_records(path: str | Path, what: str = "sentence pairs") -> dict[str | None, list[dict]]:
+    """Sentence-pair records from any of the formats every stage accepts, as ``{split: rows}``.
+
+    * a JSONL file (one object a line) or a TSV file with a header row -> ``{None: rows}``;
+    * a directory saved with ``save_to_disk``: a DatasetDict -> one entry per split; a Dataset -> ``{None: …}``;
+    * a Hub dataset id ``owner/name`` (what ``align.py output.push_to_hub=true`` writes) -> one entry per split.
+
+    Rows are plain dicts with whatever columns the source has; each stage checks the columns it needs.
+    """
+    p = Path(str(path)).expanduser()
+    if p.is_dir():
+        import datasets
+
+        datasets.disable_progress_bars()
+        try:
+            ds = datasets.load_from_disk(str(p))
+        except Exception as e:  # datasets raises several types for "not a dataset directory"
+            raise MultimsdError(f"{p}: not a dataset saved with save_to_disk ({type(e).__name__})") from None
+        if isinstance(ds, datasets.DatasetDict):
+            return {split: d.to_list() for split, d in ds.items()}
+        return {None: ds.to_list()}
+    if p.is_file():
+        if p.suffix == ".tsv":
+            return {None: [r for _, r in read_tsv(p)]}
+        return {None: [r for _, r in read_jsonl(p)]}
+    if looks_like_hub_id(str(path)):
+        import datasets
+
+        try:
+            dsd = datasets.load_dataset(str(path))
+        except Exception as e:  # offline, no such repo, gated: report the type, never a token
+            hint = (
+                "the Hugging Face Hub is unreachable" if not hub_reachable() else "no such dataset on the Hub"
+            )
+            raise MultimsdError(
+                f"{what} {str(path)!r} is not a local file or directory, and {hint} ({type(e).__name__})"
+            ) from None
+        return {split: d.to_list() for split, d in dsd.items()}
+    raise MultimsdError(f"{what} not found: {p}")
