@@ -133,3 +133,32 @@ def test_plugin_metric_reaches_results_and_table(files, python, repo_root, tmp_p
     assert "| system | SARI | add | keep | del | toy |" in table
     assert f"{res['systems']['model']['en']['toy']:.2f}" in table
     assert res["ranking"]["metrics"] == ["sari", "toy"]
+
+
+def test_train_cli_validation_scores_equal_evaluate(tmp_path, python, repo_root):
+    # What train.py writes (all_results.json) for its validation outputs is what evaluate.py reports for
+    # the predictions and references it writes next to them (a tiny LSTM, a few seconds on a CPU).
+    out = tmp_path / "run"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(repo_root)}
+    proc = run_cli(
+        python,
+        repo_root,
+        "model=tiny_lstm",
+        "debug=train_tiny",
+        f"output_dir={out}",
+        script="train.py",
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    trained = json.loads((out / "all_results.json").read_text(encoding="utf-8"))["validation"]
+    pred_dir = out / "predictions" / "validation"
+    res = run(
+        {
+            "refs": {"path": str(pred_dir / "references.jsonl")},
+            "systems": {"model": str(pred_dir)},
+            "output": {"dir": str(tmp_path / "eval"), "plot": False, "print_table": False},
+        }
+    )
+    for g, scores in trained["per_language"].items():
+        assert scores["sari"] == res["systems"]["model"][g]["sari"], g
+        assert scores["bleu"] == res["systems"]["model"][g]["bleu"], g
