@@ -256,7 +256,8 @@ class RefsConfig:
 
 @dataclass
 class MetricsConfig:
-    # Which metrics to compute: sari bleu ter chrf meteor fkgl quality.
+    # Which metrics to compute: sari bleu ter chrf meteor fkgl quality, or any name a plugin registered with
+    # multimsd.metrics.register_metric (plugins=[my_metric]). Training's validation uses these defaults too.
     include: list[str] = field(
         default_factory=lambda: ["sari", "bleu", "ter", "chrf", "meteor", "fkgl", "quality"]
     )
@@ -292,7 +293,8 @@ class EvaluateConfig:
     tokenizer: dict[str, str] = field(default_factory=dict)
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
     terms: TermsConfig = field(default_factory=TermsConfig)
-    # Ranking criterion: a metric (sari, bleu, chrf, meteor) or mean(<metric>,<metric>,...).
+    # Ranking criterion: a rankable metric (sari, bleu, chrf, meteor, or a registered one marked rankable) or
+    # mean(<metric>,<metric>,...).
     select_by: str = "mean(sari,bleu)"
     output: EvalOutputConfig = field(default_factory=EvalOutputConfig)
     # Modules imported before the stage runs, so their register_* calls (aligners, model kinds, metrics) take

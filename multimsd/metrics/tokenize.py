@@ -3,7 +3,8 @@
 SARI, BLEU and METEOR count whitespace-separated tokens, so for languages written without spaces the
 tokeniser *is* part of the metric: sacrebleu's ``13a`` leaves a whole Japanese or Chinese clause as one
 token, which makes ja/zh SARI meaningless. Importing this module (done by :mod:`multimsd.metrics`)
-registers two tokenisers in the registry of :mod:`multimsd.metrics.sari`:
+registers two tokenisers in the registry of :mod:`multimsd.metrics.sari`, built on :mod:`multimsd.text` (the
+one owner of the MeCab tagger and the Han character classes):
 
 ``ja-mecab``
     MeCab morphemes from ``fugashi`` with the ``unidic-lite`` dictionary (both PyPI wheels, offline),
@@ -21,11 +22,9 @@ Defaults per language (:data:`DEFAULT_TOKENIZER`, written into every result file
 
 from __future__ import annotations
 
-import functools
-import re
-
 from multimsd.errors import MultimsdError
 from multimsd.metrics.sari import get_tokenizer, register_tokenizer
+from multimsd.text import ja_morphemes, zh_metric_tokens
 
 __all__ = [
     "DEFAULT_TOKENIZER",
@@ -85,50 +84,15 @@ def resolve_tokenizer(lang: str, tokenizer: str | None = None) -> str:
     return tokenizer
 
 
-# --------------------------------------------------------------------------------------------------------
-# Japanese: MeCab via fugashi + unidic-lite
-# --------------------------------------------------------------------------------------------------------
-
-
-@functools.cache
-def _mecab_tagger():
-    try:
-        import fugashi
-    except ImportError as exc:  # pragma: no cover - fugashi is a dependency
-        raise MultimsdError(
-            "the ja-mecab tokenizer needs fugashi and unidic-lite (pip install fugashi unidic-lite)"
-        ) from exc
-    try:
-        return fugashi.Tagger()
-    except RuntimeError as exc:  # pragma: no cover - no MeCab dictionary installed
-        raise MultimsdError(
-            f"the ja-mecab tokenizer could not start MeCab (is unidic-lite installed?): {exc}"
-        ) from exc
-
-
+# The MeCab tagger and the Han character classes live in multimsd.text, shared with word_tokenize.
 def ja_mecab_tokenize(sent: str) -> str:
     """MeCab (UniDic) morphemes of ``sent`` joined by single spaces."""
-    return " ".join(w.surface for w in _mecab_tagger()(sent) if w.surface.strip())
-
-
-# --------------------------------------------------------------------------------------------------------
-# Chinese: characters
-# --------------------------------------------------------------------------------------------------------
-
-# Han ideographs: CJK Unified Ideographs + Extension A, compatibility ideographs, U+3007 (〇),
-# and the supplementary-plane extensions B..H.
-_HAN = "\u3007\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
-_ZH_TOKEN_RE = re.compile(
-    rf"[{_HAN}]"  # one Han character
-    r"|\d+(?:[.,]\d+)+"  # decimal number / digit groups: 3.5, 1,000
-    rf"|[^\W{_HAN}]+"  # run of other letters/digits (Latin words, numbers, kana, ...)
-    r"|[^\w\s]"  # any other non-space character: punctuation or symbol
-)
+    return " ".join(ja_morphemes(sent))
 
 
 def zh_char_tokenize(sent: str) -> str:
     """Chinese character tokenisation of ``sent`` (see the module docstring), tokens joined by spaces."""
-    return " ".join(_ZH_TOKEN_RE.findall(sent))
+    return " ".join(zh_metric_tokens(sent))
 
 
 register_tokenizer("ja-mecab", ja_mecab_tokenize, overwrite=True)

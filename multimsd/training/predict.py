@@ -140,17 +140,20 @@ def generate(cfg, model, tokenizer, rows: list[dict], accelerator, shot_pool=Non
 
 def score_predictions(rows: list[dict], preds: list[str]) -> dict:
     """SARI and BLEU per language (language-aware tokenisation) and their mean over languages."""
-    from multimsd.metrics import corpus_bleu, corpus_sari, default_tokenizer
+    # The evaluation stage's scorer with evaluate.py's default settings (MetricsConfig: lowercased, EASSE
+    # smoothing), so the mean_sari_bleu selected on here is the number evaluate.py reports.
+    from multimsd.config import MetricsConfig
+    from multimsd.metrics import score_language
 
+    settings = MetricsConfig()
     per_lang = {}
     for lang in sorted({r["lang"] for r in rows}):
         idx = [k for k, r in enumerate(rows) if r["lang"] == lang]
         orig = [rows[k]["complex"] for k in idx]
         refs = [[rows[k]["simple"] for k in idx]]
         sys = [preds[k] for k in idx]
-        tok = default_tokenizer(lang)
-        sari = corpus_sari(orig, sys, refs, tokenizer=tok)
-        bleu = corpus_bleu(sys, refs, tokenizer=tok).score
+        scores = score_language(orig, sys, refs, lang=lang, settings=settings, include=("sari", "bleu"))
+        sari, bleu = scores["sari"], scores["bleu"]
         per_lang[lang] = {"sari": sari, "bleu": bleu, "mean_sari_bleu": (sari + bleu) / 2, "n": len(idx)}
     n = max(len(per_lang), 1)
     sari = sum(v["sari"] for v in per_lang.values()) / n

@@ -1,0 +1,177 @@
+"""Writing the evaluation report: markdown tables (``table.md``), the bar chart (``scores.png``) and the
+output directory with ``results.json``, written atomically.
+
+Columns come from the metric registry (:mod:`multimsd.metrics.registry`): the metrics of
+``metrics.include`` in registry order ("score" metrics, then the medical-term counts, then "features").
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from omegaconf import OmegaConf
+
+from multimsd.config import EvaluateConfig
+from multimsd.fsutil import atomic_directory
+from multimsd.metrics import METRICS, Column
+
+__all__ = ["markdown_report", "plot_scores", "write_outputs"]
+
+
+# ---------------------------------------------------------------------------------------------- reports
+def _fmt(x: Any, digits: int = 2) -> str:
+    if x is None:
+        return "–"
+    if isinstance(x, float):
+        return f"{x:.{digits}f}"
+    return str(x)
+
+
+def _lookup(res: dict | None, key: str) -> Any:
+    """``res[key]``; a dotted key reads nested dicts (``quality.exact_copies``); None where absent."""
+    for part in key.split("."):
+        res = (res or {}).get(part)
+    return res
+
+
+def _metric_table(metric: str, title: str, results: dict, lower_better: bool = False) -> str:
+    langs = results["languages"]
+    systems = list(results["systems"])
+    has_all = any(metric in results["systems"][s].get("all", {}) for s in systems)
+    cols = [*langs, "avg", *(["all"] if has_all else [])]
+
+    def value(s: str, col: str) -> float | None:
+        r = results["systems"][s]
+        if col == "avg":
+            return sum(r[g][metric] for g in langs) / len(langs)
+        return r.get(col, {}).get(metric)
+
+    best = {}
+    for col in cols:
+        vals = [v for s in systems if (v := value(s, col)) is not None]
+        if vals:
+            best[col] = min(vals) if lower_better else max(vals)
+    lines = [f"## {title}", "", "| system | " + " | ".join(cols) + " |", "|---|" + "---:|" * len(cols)]
+    for s in systems:
+        cells = []
+        for col in cols:
+            v = value(s, col)
+            cell = _fmt(v)
+            cells.append(f"**{cell}**" if v is not None and len(systems) > 1 and v == best.get(col) else cell)
+        lines.append(f"| {s} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def markdown_report(results: dict) -> str:
+    include = results["settings"]["metrics"]["include"]
+    langs = results["languages"]
+    rk = results["ranking"]
+    out = [
+        f"# Evaluation: {results['references']['name']}",
+        "",
+        f"{results['references']['n_sentences']} sentences in {len(langs)} language(s); tokenizers: "
+        + ", ".join(f"{g} {results['per_language'][g]['tokenizer']}" for g in langs)
+        + f"; lowercase={str(results['settings']['metrics']['lowercase']).lower()}. "
+        "`avg` = mean over languages; `all` = pooled corpus score (only where every language shares a "
+        "tokenizer).",
+        "",
+        f"Ranking by {rk['select_by']}: "
+        + "; ".join(f"{g}: {' > '.join(e['system'] for e in rk['per_language'][g])}" for g in langs)
+        + f"; overall (mean over languages): {' > '.join(e['system'] for e in rk['overall'])}",
+    ]
+    metrics = [m for name, m in METRICS.items() if name in include]
+    for m in metrics:
+        if m.summary_table:
+            out += ["", _metric_table(m.name, m.summary_table, results, lower_better=not m.higher_is_better)]
+    # Per-language columns: the scores, then the medical-term counts, then the text features.
+    cols: list[Column] = [c for m in metrics if m.group != "features" for c in m.columns]
+    if any(results["per_language"][g].get("term_types") for g in langs):
+        cols.append(Column("terms", "term_types", reference="term_types.{side}"))
+    cols += [c for m in metrics if m.group == "features" for c in m.columns]
+
+    out += ["", "## Per language"]
+    for g in langs + (["all"] if "all" in results["pooled"]["languages"] else []):
+        if g == "all":
+            head = f"### all (pooled: {', '.join(results['pooled']['computed']) or 'nothing'})"
+        else:
+            info = results["per_language"][g]
+            mode = f"; METEOR {info['meteor_mode']}" if "meteor_mode" in info else ""
+            head = (
+                f"### {g} — tokenizer {info['tokenizer']}, {info['n_sentences']} sentences, "
+                f"{info['n_references']} reference(s){mode}"
+            )
+        out += [
+            "",
+            head,
+            "",
+            "| system | " + " | ".join(c.header for c in cols) + " |",
+            "|---|" + "---:|" * len(cols),
+        ]
+        if g != "all":
+            for side in ("source", "reference"):
+                cells = [
+                    _fmt(_lookup(info, c.reference.format(side=side))) if c.reference else "" for c in cols
+                ]
+                out.append(f"| *{side}* | " + " | ".join(cells) + " |")
+        for s, per in results["systems"].items():
+            res = per.get(g, {})
+            out.append(f"| {s} | " + " | ".join(_fmt(_lookup(res, c.key), c.digits) for c in cols) + " |")
+    skipped = results["pooled"]["skipped"]
+    if skipped and len(langs) > 1:
+        reasons: dict[str, list[str]] = {}
+        for m, why in skipped.items():
+            reasons.setdefault(why, []).append(m)
+        out += [
+            "",
+            "Not pooled over languages: "
+            + "; ".join(f"{', '.join(ms)}: {why}" for why, ms in reasons.items()),
+        ]
+    return "\n".join(out) + "\n"
+
+
+def plot_scores(results: dict, path: Path) -> None:
+    """Grouped bar chart: SARI (or the first ranked metric) per language, one bar per system."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    metric = (
+        "sari" if "sari" in results["settings"]["metrics"]["include"] else results["ranking"]["metrics"][0]
+    )
+    langs = results["languages"]
+    cols = [*langs, "avg"] if len(langs) > 1 else langs
+    systems = list(results["systems"])
+    width = 0.8 / len(systems)
+    fig = Figure(figsize=(max(5.0, 1.0 + 0.9 * len(cols) * max(1, len(systems) / 2)), 3.6))
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    for k, s in enumerate(systems):
+        r = results["systems"][s]
+        vals = [
+            sum(r[g][metric] for g in langs) / len(langs) if col == "avg" else r[col][metric] for col in cols
+        ]
+        xs = [j - 0.4 + width * (k + 0.5) for j in range(len(cols))]
+        bars = ax.bar(xs, vals, width, label=s)
+        ax.bar_label(bars, fmt="%.1f", fontsize=7, padding=1)
+    ax.set_xticks(range(len(cols)), cols)
+    ax.set_ylabel(metric.upper())
+    ax.set_title(f"{metric.upper()} per language ({results['references']['n_sentences']} sentences)")
+    ax.legend(fontsize=8, ncols=min(len(systems), 4), loc="upper center", bbox_to_anchor=(0.5, -0.12))
+    ax.margins(y=0.15)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def write_outputs(out_dir: Path, results: dict, markdown: str, cfg: EvaluateConfig) -> None:
+    """results.json, table.md, evaluate_config.yaml (and scores.png) into ``out_dir``, all or nothing."""
+    with atomic_directory(out_dir) as tmp:
+        (tmp / "results.json").write_text(
+            json.dumps(results, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
+        (tmp / "table.md").write_text(markdown, encoding="utf-8")
+        (tmp / "evaluate_config.yaml").write_text(
+            OmegaConf.to_yaml(OmegaConf.structured(cfg)), encoding="utf-8"
+        )
+        if cfg.output.plot:
+            plot_scores(results, tmp / "scores.png")

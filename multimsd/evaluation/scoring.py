@@ -1,0 +1,257 @@
+"""Scoring in the evaluation stage: per language with the metric registry, pooled over languages, ranked.
+
+Per language, with that language's tokenizer, every metric of ``metrics.include`` is computed by
+:func:`multimsd.metrics.score_language` (the scorer validation during training uses too), plus distinct
+medical-term types of sources, references and every system (``terms.enabled``).
+
+Pooling across languages ("all"), by each metric's :attr:`~multimsd.metrics.Metric.pooling`
+(:data:`multimsd.metrics.POOLING`): SARI, BLEU and TER count tokens, and a corpus score over a mix of
+tokenisations (13a words for English, MeCab morphemes for Japanese, characters for Chinese) is not a
+meaningful number, so they are pooled (computed over the concatenation of all languages) **only when every
+evaluated language uses the same tokenizer and the same number of references**; otherwise they are reported
+per language only and ``results.json`` says why under ``pooled.skipped``. chrF works on characters and is
+pooled whenever the number of references agrees. METEOR (a mean of sentence scores) is pooled as the
+sentence-weighted mean when all languages share one tokenizer *and* one METEOR mode; the quality features
+likewise when they share one tokenizer. FKGL is never pooled (its coefficients are English-fitted; grades are
+comparable within one language only), and term types are summed (dictionaries are per language).
+
+Ranking (``select_by``): a rankable metric or ``mean(a,b,...)`` of them. Per language, systems are ordered by
+that score; overall, by its mean over the languages (macro average; defined even when nothing can be pooled).
+Ties are broken by system name.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from multimsd.config import EvaluateConfig
+from multimsd.errors import MultimsdError
+from multimsd.evaluation.inputs import ReferenceSet
+
+if TYPE_CHECKING:
+    from multimsd.metrics import Metric
+
+__all__ = [
+    "evaluate_language",
+    "included_metrics",
+    "parse_select_by",
+    "pool_languages",
+    "rank_systems",
+    "term_dictionary",
+]
+
+
+# ---------------------------------------------------------------------------------------------- selection
+def parse_select_by(select_by: str) -> list[str]:
+    """``"sari"`` -> ``["sari"]``; ``"mean(sari, bleu)"`` -> ``["sari", "bleu"]``; raises on anything else."""
+    from multimsd.metrics import rankable_metrics
+
+    rankable = rankable_metrics()
+    s = select_by.strip().lower().replace(" ", "")
+    m = re.fullmatch(r"mean\((.*)\)", s)
+    names = m.group(1).split(",") if m else [s]
+    bad = [n for n in names if n not in rankable]
+    if not names or bad:
+        raise MultimsdError(
+            f"select_by={select_by!r}: expected one of {', '.join(rankable)} or mean(<metric>,...) of them"
+        )
+    return names
+
+
+def included_metrics(cfg: EvaluateConfig) -> list[Metric]:
+    """The metrics of ``metrics.include``, in registry order."""
+    from multimsd.metrics import METRICS
+
+    return [m for name, m in METRICS.items() if name in cfg.metrics.include]
+
+
+# ---------------------------------------------------------------------------------------------- per language
+def term_dictionary(lang: str, cfg: EvaluateConfig):
+    """(TermDictionary, its path) for ``lang``, or (None, None) when ``terms.dir`` has no file for it."""
+    from multimsd.metrics.terms import TermDictionary, load_terms, sample_dictionary, sample_dictionary_path
+
+    if cfg.terms.dir is None:
+        try:
+            path = sample_dictionary_path(lang)
+        except MultimsdError:
+            return None, None
+        return sample_dictionary(lang), path
+    d = Path(cfg.terms.dir).expanduser()
+    if not d.is_dir():
+        raise MultimsdError(f"terms.dir not found (or not a directory): {d}")
+    exts = (".txt", ".xml", ".bin", ".csv", ".tsv")
+    files = sorted(f for f in d.iterdir() if f.is_file() and f.name.startswith(lang + "."))
+    files = [f for f in files if f.name.removesuffix(".gz")[len(lang) :] in exts]
+    if not files:
+        return None, None
+    return TermDictionary(load_terms(files[0]), lang), files[0]
+
+
+def evaluate_language(
+    lang: str, tok: str, rows: list[int], refs: ReferenceSet, systems: dict[str, list], cfg: EvaluateConfig
+) -> tuple[dict, dict[str, dict]]:
+    """(reference-side facts, per-system scores) for one language."""
+    from multimsd.metrics import TOKENIZER_DESCRIPTIONS, reference_streams, score_language
+    from multimsd.metrics.terms import term_type_table
+
+    settings = cfg.metrics
+    metrics = included_metrics(cfg)
+    sources = [refs.complex[i] for i in rows]
+    streams = reference_streams([refs.refs[i] for i in rows], f"{refs.name} ({lang})")
+    outputs = {name: [preds[i] for i in rows] for name, preds in systems.items()}
+    info: dict[str, Any] = {
+        "n_sentences": len(rows),
+        "n_references": len(streams),
+        "tokenizer": tok,
+        "tokenizer_description": TOKENIZER_DESCRIPTIONS.get(tok, "registered tokenizer"),
+        "signatures": {
+            m.name: m.signature(len(streams), tokenizer=tok, settings=settings)
+            for m in metrics
+            if m.signature
+        },
+    }
+    for m in metrics:
+        if m.describe:
+            info.update(m.describe(sources, streams, lang=lang, tokenizer=tok, settings=settings))
+    term_table = None
+    if cfg.terms.enabled:
+        dictionary, path = term_dictionary(lang, cfg)
+        if dictionary is not None:
+            term_table = term_type_table(sources, streams, outputs, dictionary)
+            info["term_types"] = {"source": term_table["source"], "reference": term_table["reference"]}
+            info["terms_dictionary"] = {"path": str(path), "n_terms": len(dictionary)}
+        else:
+            info["term_types"] = None
+            info["terms_dictionary"] = None
+    scores = {}
+    for name, outs in outputs.items():
+        res: dict[str, Any] = {"n_sentences": len(rows), "tokenizer": tok}
+        res.update(score_language(sources, outs, streams, lang=lang, tokenizer=tok, settings=settings))
+        if term_table is not None:
+            res["term_types"] = term_table[name]
+        scores[name] = res
+    return info, scores
+
+
+# ---------------------------------------------------------------------------------------------- pooling
+def pool_languages(
+    langs: list[str],
+    info: dict[str, dict],
+    per_lang: dict[str, dict[str, dict]],
+    refs: ReferenceSet,
+    systems: dict[str, list],
+    cfg: EvaluateConfig,
+) -> tuple[dict[str, dict], dict]:
+    """Scores over all languages together where meaningful (module docstring); (per-system, report)."""
+    from multimsd.metrics import reference_streams, score_language
+
+    toks = {info[lang]["tokenizer"] for lang in langs}
+    ks = {info[lang]["n_references"] for lang in langs}
+    one_tok, one_k = len(toks) == 1, len(ks) == 1
+    by_tok: dict[str, list[str]] = {}
+    for g in langs:
+        by_tok.setdefault(info[g]["tokenizer"], []).append(g)
+    why_tok = (
+        "languages use different tokenizers ("
+        + "; ".join(f"{t}: {' '.join(gs)}" for t, gs in by_tok.items())
+        + ")"
+    )
+    why_k = "languages have different numbers of references"
+    computed, skipped = [], {}
+    rows = [i for i, lang in enumerate(refs.lang) if lang in langs]
+    n = len(rows)
+    pooled: dict[str, dict] = {name: {"n_sentences": n} for name in systems}
+    metrics = included_metrics(cfg)
+
+    # Rescored over the concatenation of all languages: token-counting metrics need one tokenizer and one
+    # number of references, character-based ones only the latter.
+    rescored = []
+    for m in metrics:
+        if m.pooling == "corpus" and not (one_tok and one_k):
+            skipped[m.name] = why_tok if not one_tok else why_k
+        elif m.pooling == "characters" and not one_k:
+            skipped[m.name] = why_k
+        elif m.pooling in ("corpus", "characters"):
+            rescored.append(m.name)
+    if rescored:
+        sources = [refs.complex[i] for i in rows]
+        streams = reference_streams([refs.refs[i] for i in rows], refs.name)
+        tok = next(iter(toks)) if one_tok else "13a"  # character metrics alone ignore the tokenizer
+        for name, preds in systems.items():
+            outputs = [preds[i] for i in rows]
+            pooled[name].update(
+                score_language(
+                    sources,
+                    outputs,
+                    streams,
+                    lang=None,
+                    tokenizer=tok,
+                    settings=cfg.metrics,
+                    include=rescored,
+                )
+            )
+            if one_tok:
+                pooled[name]["tokenizer"] = tok
+        computed += rescored
+
+    def weighted(values: list) -> Any:
+        if isinstance(values[0], dict):
+            return {k: weighted([v[k] for v in values]) for k in values[0]}
+        if isinstance(values[0], str):  # a fact that agrees over the languages (checked by `agree`)
+            return values[0]
+        return sum(v * info[lang]["n_sentences"] for v, lang in zip(values, langs)) / n
+
+    for m in metrics:
+        if m.pooling == "weighted-mean":
+            disagree = [why for key, why in m.agree if len({info[g].get(key) for g in langs}) > 1]
+            if not one_tok or disagree:
+                skipped[m.name] = why_tok if not one_tok else disagree[0]
+                continue
+            for name in systems:
+                for key in m.result_keys:
+                    pooled[name][key] = weighted([per_lang[g][name][key] for g in langs])
+            computed.append(m.name)
+        elif m.pooling == "sum":
+            for name in systems:
+                for key in m.result_keys:
+                    pooled[name][key] = sum(per_lang[g][name][key] for g in langs)
+            computed.append(m.name)
+    for m in metrics:  # listed last in results.json, as before the registry
+        if m.pooling == "never":
+            skipped[m.name] = m.never_pooled_because
+    if cfg.terms.enabled:
+        counted = [lang for lang in langs if info[lang].get("term_types")]
+        if counted:
+            for name in systems:
+                pooled[name]["term_types"] = sum(per_lang[g][name]["term_types"] for g in counted)
+            computed.append("term_types (sum over languages with a dictionary)")
+    return pooled, {"computed": computed, "skipped": skipped}
+
+
+# ---------------------------------------------------------------------------------------------- ranking
+def rank_systems(langs: list[str], per_lang: dict[str, dict[str, dict]], select_by: str) -> dict[str, Any]:
+    """Systems ordered by the ``select_by`` score, per language and overall (mean over languages)."""
+    names = parse_select_by(select_by)
+
+    def score(res: dict) -> float:
+        return sum(res[m] for m in names) / len(names)
+
+    def order(scored: dict[str, float]) -> list[dict]:
+        return [{"system": s, "score": v} for s, v in sorted(scored.items(), key=lambda kv: (-kv[1], kv[0]))]
+
+    per_language = {lang: order({s: score(r) for s, r in per_lang[lang].items()}) for lang in langs}
+    systems = list(per_lang[langs[0]])
+    overall = order({s: sum(score(per_lang[lang][s]) for lang in langs) / len(langs) for s in systems})
+    return {
+        "select_by": select_by,
+        "metrics": names,
+        "overall_is": "mean over languages of the per-language score",
+        "per_language": per_language,
+        "overall": overall,
+        "best": {
+            **{lang: per_language[lang][0]["system"] for lang in langs},
+            "overall": overall[0]["system"],
+        },
+    }
