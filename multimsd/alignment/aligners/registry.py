@@ -84,7 +84,7 @@ class Aligner:
 
 ALIGNERS: dict[str, Aligner] = {}
 
-A = TypeVar("A", Aligner, type[Aligner])
+A = TypeVar("A", bound="Aligner | type[Aligner]")
 
 
 def register_aligner(aligner: A, *, replace: bool = False) -> A:
