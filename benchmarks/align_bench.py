@@ -22,14 +22,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from multimsd.alignment.stage import (
-    candidate_matches,
-    embed_documents,
-    make_embedder,
-    run,
-    segment_pairs,
-    to_config,
-)
+from multimsd.alignment.aligners.embedding import candidate_matches
+from multimsd.alignment.encode import embed_documents, make_embedder, segment_pairs
+from multimsd.alignment.stage import run, to_config
 from multimsd.io import load_article_pairs
 
 

@@ -143,7 +143,8 @@ class AlignerConfig:
     # symmetric: mutual argmax (precision); asymmetric: union of both argmax directions (recall);
     # margin: mutual argmax of the ratio margin score (LASER-style), threshold applied to the margin;
     # lexical: mean of string similarities in a band (Adduru et al.); classifier: random forest over pair
-    # features (Cardon & Grabar), threshold applied to its probability.
+    # features (Cardon & Grabar), threshold applied to its probability. Any name registered with
+    # multimsd.alignment.aligners.register_aligner works too (a plugin's: plugins=[its_module]).
     method: str = "symmetric"
     threshold: float = 0.7
     margin_k: int = 4  # neighbours for the margin score
@@ -210,7 +211,7 @@ class GoldConfig:
     )
     # lexical (mean similarity) and classifier (probability) scores lie in [0, 1]: a grid over all of it.
     score_thresholds: list[float] = field(default_factory=lambda: [round(0.05 * i, 2) for i in range(1, 20)])
-    # Add lexical / classifier to compare the papers' older aligners on the same gold.
+    # Any registered aligners; add lexical / classifier to compare the papers' older aligners on the same gold.
     methods: list[str] = field(default_factory=lambda: ["symmetric", "asymmetric", "margin"])
     # Score against the 1:1 gold pairs only (an argmax aligner can only ever produce 1:1 pairs).
     only_1to1: bool = False
@@ -220,7 +221,8 @@ class GoldConfig:
 @dataclass
 class AlignConfig:
     # align | gold (score against gold, tune θ) | train_paraphrase (Siamese BiLSTM for aligner=lexical)
-    # | imbalance (Cardon & Grabar's class-imbalance experiment for aligner=classifier)
+    # | imbalance (Cardon & Grabar's class-imbalance experiment for aligner=classifier); the last two are
+    # owned by their aligners (Aligner.modes), so a registered aligner can bring its own.
     mode: str = "align"
     embedder: EmbedderConfig = field(default_factory=EmbedderConfig)
     aligner: AlignerConfig = field(default_factory=AlignerConfig)

@@ -145,9 +145,14 @@ def test_package_inits_import_nothing_heavy():
     for name in ("multimsd", "multimsd.alignment", "multimsd.training", "multimsd.evaluation"):
         tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
         top = [n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
-        assert all(
-            (n.module or "") == "__future__" for n in top if isinstance(n, ast.ImportFrom) and n.level == 0
-        ) or name == "multimsd", name
+        assert (
+            all(
+                (n.module or "") == "__future__"
+                for n in top
+                if isinstance(n, ast.ImportFrom) and n.level == 0
+            )
+            or name == "multimsd"
+        ), name
 
 
 @pytest.mark.parametrize("name", sorted(MODULES))
@@ -157,4 +162,6 @@ def test_long_modules_say_why(name):
     if n <= MAX_LINES:
         return
     doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
-    assert LONG_MARKER in doc, f"{path.relative_to(PKG.parent)}: {n} lines and no '{LONG_MARKER}' in its docstring"
+    assert LONG_MARKER in doc, (
+        f"{path.relative_to(PKG.parent)}: {n} lines and no '{LONG_MARKER}' in its docstring"
+    )

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from multimsd.alignment.match import article_knn, check_threshold, match_from_knn, match_matrix
+from multimsd.alignment.aligners import check_threshold
+from multimsd.alignment.match import article_knn, match_from_knn, match_matrix
 from multimsd.errors import MultimsdError
 
 # Rows: complex sentences i, columns: simple sentences j.

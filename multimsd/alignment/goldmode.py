@@ -1,7 +1,8 @@
-"""``align.py mode=gold``: score the matcher against human gold alignments and tune θ (paper Table 3).
+"""``align.py mode=gold``: score the aligners against human gold alignments and tune θ (paper Table 3).
 
-For each matching method and language, θ is chosen on the validation half of the gold article pairs (max F1
-over the grid) and precision / recall / F1 are reported at that θ on the test half. Outputs, written into
+For each aligner in ``gold.methods`` (any registered name) and language, θ is chosen on the validation half of
+the gold article pairs (max F1 over the aligner's θ grid) and precision / recall / F1 are reported at that θ on
+the test half. Outputs, written into
 ``gold.report_dir`` atomically: ``gold_table.md`` (printed), ``gold_results.json`` (every curve point) and
 ``gold_pr_curve.png`` (precision against recall over the θ grid on the validation half).
 """
@@ -12,8 +13,9 @@ import logging
 from pathlib import Path
 
 from multimsd import LANGUAGES
+from multimsd.alignment.aligners import aligner_candidates, get_aligners
+from multimsd.alignment.encode import embed_documents, make_embedder
 from multimsd.alignment.goldscore import best_threshold, split_gold_ids, sweep, write_json
-from multimsd.alignment.match import ALL_METHODS, METHODS, SCORE_METHODS
 from multimsd.config import AlignConfig
 from multimsd.errors import MultimsdError
 from multimsd.fsutil import atomic_directory, check_replaceable
@@ -24,18 +26,7 @@ log = logging.getLogger(__name__)
 
 def evaluate_gold(cfg: AlignConfig, docs: list[GoldDoc]) -> dict:
     """Tune θ per method and language on validation gold; report on test gold. Returns a JSON-able dict."""
-    from multimsd.alignment.stage import (
-        candidate_matches,
-        embed_documents,
-        make_embedder,
-        score_method_matches,
-    )
-
-    bad = [m for m in cfg.gold.methods if m not in ALL_METHODS]
-    if bad:
-        raise MultimsdError(
-            f"gold.methods: unknown method(s) {', '.join(bad)} (choose from {', '.join(ALL_METHODS)})"
-        )
+    aligners = get_aligners(cfg.gold.methods, "gold.methods")
     langs = [lang for lang in LANGUAGES if lang in cfg.data.languages and any(d.lang == lang for d in docs)]
     docs = [d for d in docs if d.lang in langs]
     if not docs:
@@ -43,8 +34,10 @@ def evaluate_gold(cfg: AlignConfig, docs: list[GoldDoc]) -> dict:
     valid_ids, test_ids = split_gold_ids(docs, cfg.gold.valid_fraction, cfg.seed)
     pairs = [(d.complex, d.simple) for d in docs]
     vecs = None
-    if any(m in METHODS for m in cfg.gold.methods):  # embed once, for all embedding methods
+    if any(a.needs == "embeddings" for a in aligners):  # embed once, for all embedding aligners
         vecs = embed_documents(make_embedder(cfg), pairs, cfg)
+    # A trainable aligner (the classifier) learns from the validation half only: the test half stays unseen.
+    gold_train = [d for d in docs if d.article_id in valid_ids]
     results: dict = {
         "embedder": cfg.embedder.name,
         "model": cfg.embedder.model,
@@ -53,20 +46,11 @@ def evaluate_gold(cfg: AlignConfig, docs: list[GoldDoc]) -> dict:
         "test_articles": sorted(test_ids),
         "methods": {},
     }
-    for method in cfg.gold.methods:
-        if method in METHODS:
-            cands = candidate_matches(vecs, method, cfg.aligner.margin_k, cfg.aligner.use_faiss)
-        else:  # the classifier trains on the validation half only: the test half stays unseen
-            gold_train = [d for d in docs if d.article_id in valid_ids]
-            cands = score_method_matches(cfg, method, pairs, [d.lang for d in docs], gold_train=gold_train)
+    for aligner in aligners:
+        inputs = vecs if aligner.needs == "embeddings" else pairs
+        cands = aligner_candidates(aligner, inputs, [d.lang for d in docs], cfg, gold_train=gold_train)
         by_doc = {(d.article_id, d.lang): ms for d, ms in zip(docs, cands)}
-        grid = list(
-            cfg.gold.margin_thresholds
-            if method == "margin"
-            else cfg.gold.score_thresholds
-            if method in SCORE_METHODS
-            else cfg.gold.thresholds
-        )
+        grid = aligner.thresholds(cfg.gold)
         per_lang = {}
         for lang in [*langs, "all"] if len(langs) > 1 else langs:
             ldocs = [d for d in docs if lang in ("all", d.lang)]
@@ -81,7 +65,7 @@ def evaluate_gold(cfg: AlignConfig, docs: list[GoldDoc]) -> dict:
                 "test": test.as_dict(),
                 "valid_curve": [{"threshold": t, **curve[t].as_dict()} for t in grid],
             }
-        results["methods"][method] = per_lang
+        results["methods"][aligner.name] = per_lang
     return results
 
 

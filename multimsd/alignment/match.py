@@ -23,10 +23,8 @@ import numpy as np
 
 from multimsd.errors import MultimsdError
 
-METHODS = ("symmetric", "asymmetric", "margin")  # the embedding aligners (this module)
-# The papers' older aligners score pairs without embeddings (multimsd.alignment.aligners); θ is on a [0, 1] score.
-SCORE_METHODS = ("lexical", "classifier")
-ALL_METHODS = METHODS + SCORE_METHODS
+# The matching rules of this module; multimsd.alignment.aligners.embedding registers one aligner for each.
+KNN_METHODS = ("symmetric", "asymmetric", "margin")
 
 
 @dataclass(frozen=True)
@@ -87,8 +85,8 @@ def match_from_knn(fwd: Knn, bwd: Knn, method: str, threshold: float, margin_k: 
     The lists may hold more neighbours than ``margin_k`` (searching a few extra makes tie order exact);
     the margin uses the first ``margin_k``.
     """
-    if method not in METHODS:
-        raise MultimsdError(f"unknown aligner method {method!r} (choose from {', '.join(METHODS)})")
+    if method not in KNN_METHODS:
+        raise MultimsdError(f"unknown matching rule {method!r} (choose from {', '.join(KNN_METHODS)})")
     m, n = fwd.idx.shape[0], bwd.idx.shape[0]
     if m == 0 or n == 0:
         return []
@@ -138,14 +136,3 @@ def article_knn(c_vecs: np.ndarray, s_vecs: np.ndarray, k: int, use_faiss: bool 
     """k-NN of one article pair in both directions. ``k`` covers the margin's neighbourhood and ties."""
     search = knn_faiss if use_faiss else knn_numpy
     return search(c_vecs, s_vecs, k), search(s_vecs, c_vecs, k)
-
-
-def check_threshold(method: str, threshold: float) -> None:
-    if method not in ALL_METHODS:
-        raise MultimsdError(f"unknown aligner method {method!r} (choose from {', '.join(ALL_METHODS)})")
-    if method in SCORE_METHODS and not 0.0 <= threshold <= 1.0:
-        raise MultimsdError(f"aligner.threshold={threshold}: the {method} aligner's score lies in [0, 1]")
-    if method != "margin" and not -1.0 <= threshold <= 1.0:
-        raise MultimsdError(f"aligner.threshold={threshold} is outside [-1, 1], the range of a cosine")
-    if method == "margin" and threshold < 0:
-        raise MultimsdError(f"aligner.threshold={threshold}: a margin threshold must be >= 0")

@@ -56,6 +56,9 @@ Known limits: a heading line without final punctuation is glued to the next line
 follows it (it cannot be told from a wrapped line); Latin-script sentences embedded in Japanese or Chinese
 text are not split on "."; German "Typ 2. Die" style endings are only caught after the listed label words
 and before the listed sentence openers.
+
+Why this module is long: about a third of it is data — the per-language abbreviation, month, unit and
+sentence-opener tables the rules above need — kept next to the regular expressions that read them.
 """
 
 from __future__ import annotations

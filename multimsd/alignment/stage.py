@@ -4,49 +4,40 @@ Read top to bottom, :func:`run` is the whole stage (MultiMSD sections 3.1-3.5):
 
 1. load and validate article pairs (JSONL, saved dataset, Hub id, or the bundled sample);
 2. segment each side into sentences (lists given in the input are used as given);
-3. embed every sentence once (cached on disk), complex and simple sides with their own prefixes;
-4. per article pair, k-NN search and symmetric / asymmetric / margin matching with threshold θ;
+3. if the aligner works on embeddings, embed every sentence once (cached on disk), complex and simple sides
+   with their own prefixes;
+4. the aligner (``aligner.method``, looked up in :data:`multimsd.alignment.aligners.ALIGNERS`: symmetric /
+   asymmetric / margin k-NN matching, lexical, classifier, or a plugin's) proposes candidate pairs per article
+   pair; θ keeps those whose score reaches it;
 5. post-filters (short sides, identical sides, duplicates);
 6. split by article id, identically in every language;
 7. write the DatasetDict atomically, with TSV exports, Table-4 statistics and a dataset card.
 
-``mode=gold`` instead scores the matcher against human gold alignments and tunes θ (see :mod:`multimsd.gold`).
+``mode=gold`` instead scores the aligners against human gold alignments and tunes θ
+(:mod:`multimsd.alignment.goldmode`); any other mode belongs to an aligner (``Aligner.modes``).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections import defaultdict
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
-from tqdm.auto import tqdm
 
 from multimsd import LANGUAGES
+from multimsd.alignment.aligners import aligner_candidates, all_modes, check_threshold, get_aligner
+from multimsd.alignment.aligners.registry import STAGE_MODES
+from multimsd.alignment.encode import embed_documents, make_embedder, segment_pairs
 from multimsd.alignment.filters import filter_pairs
-from multimsd.alignment.match import (
-    METHODS,
-    SCORE_METHODS,
-    Match,
-    article_knn,
-    check_threshold,
-    match_from_knn,
-)
 from multimsd.alignment.stats import corpus_statistics, statistics_markdown
 from multimsd.config import AlignConfig
 from multimsd.errors import MultimsdError
 from multimsd.fsutil import atomic_directory, check_replaceable
-from multimsd.io import ArticlePair, check_languages, load_article_pairs
+from multimsd.io import check_languages, load_article_pairs
 from multimsd.split import SPLITS, split_article_ids
 
 log = logging.getLogger(__name__)
-
-# Neighbours searched per sentence: the margin's k, and at least 4 so FAISS tie order can be made exact.
-MIN_SEARCH_K = 4
-
-
-MODES = ("align", "gold", "train_paraphrase", "imbalance")
 
 
 def to_config(cfg: AlignConfig | DictConfig | dict) -> AlignConfig:
@@ -59,100 +50,15 @@ def to_config(cfg: AlignConfig | DictConfig | dict) -> AlignConfig:
 
 
 def check_config(cfg: AlignConfig) -> None:
-    if cfg.mode not in MODES:
-        raise MultimsdError(f"mode={cfg.mode!r}: choose {', '.join(MODES)}")
+    modes = (*STAGE_MODES, *all_modes())  # align, gold, and the modes the registered aligners own
+    if cfg.mode not in modes:
+        raise MultimsdError(f"mode={cfg.mode!r}: choose {', '.join(modes)}")
     check_threshold(cfg.aligner.method, cfg.aligner.threshold)
     check_languages(list(cfg.data.languages))
     if cfg.output.push_to_hub and not cfg.output.hub_repo_id:
         raise MultimsdError("output.push_to_hub=true needs output.hub_repo_id=<user>/<name>")
     if cfg.aligner.margin_k < 1:
         raise MultimsdError(f"aligner.margin_k={cfg.aligner.margin_k}: must be >= 1")
-
-
-# ---------------------------------------------------------------------------------------------- segmentation
-def segment_pairs(
-    pairs: list[ArticlePair], cleanup: bool, fraction: float
-) -> list[tuple[list[str], list[str]]]:
-    """Sentences of each side of each pair, optionally with the Cardon & Grabar clean-up per sub-corpus."""
-    from multimsd.alignment.segment import clean_documents, segment_document
-
-    docs = [
-        (segment_document(p.complex, p.lang), segment_document(p.simple, p.lang))
-        for p in tqdm(pairs, desc="segmenting", unit="article", disable=len(pairs) < 50)
-    ]
-    if cleanup:
-        # A sub-corpus is one language's professional (or consumer) articles: boilerplate such as
-        # "See also ..." repeats across the articles of one side of one language.
-        by_lang = defaultdict(list)
-        for k, p in enumerate(pairs):
-            by_lang[p.lang].append(k)
-        for ks in by_lang.values():
-            for side in (0, 1):
-                cleaned = clean_documents([docs[k][side] for k in ks], fraction)
-                for k, sents in zip(ks, cleaned):
-                    docs[k] = (sents, docs[k][1]) if side == 0 else (docs[k][0], sents)
-    for p, (c, s) in zip(pairs, docs):
-        if not c or not s:
-            side = "complex" if not c else "simple"
-            raise MultimsdError(
-                f"article {p.article_id!r} ({p.lang}): no {side} sentences left after segmentation"
-            )
-    return docs
-
-
-# ---------------------------------------------------------------------------------------------- embedding + matching
-def embed_documents(embedder, docs: list[tuple[list[str], list[str]]], cfg: AlignConfig):
-    """Embed all sentences of all documents in two calls (one per side), then cut per document."""
-    from itertools import accumulate
-
-    sides = []
-    for side, prefix in ((0, cfg.embedder.complex_prefix), (1, cfg.embedder.simple_prefix)):
-        sents = [s for d in docs for s in d[side]]
-        vecs = embedder.encode(sents, prefix=prefix)
-        bounds = [0, *accumulate(len(d[side]) for d in docs)]
-        sides.append([vecs[bounds[k] : bounds[k + 1]] for k in range(len(docs))])
-    return list(zip(sides[0], sides[1]))
-
-
-def candidate_matches(vecs, method: str, margin_k: int, use_faiss: bool) -> list[list[Match]]:
-    """Matches of every document at θ = -inf (θ is a filter on their scores applied afterwards)."""
-    k = max(margin_k, MIN_SEARCH_K)
-    result = []
-    for c_vecs, s_vecs in vecs:
-        fwd, bwd = article_knn(c_vecs, s_vecs, k, use_faiss)
-        result.append(match_from_knn(fwd, bwd, method, float("-inf"), margin_k))
-    return result
-
-
-def score_method_matches(
-    cfg: AlignConfig,
-    method: str,
-    docs: list[tuple[list[str], list[str]]],
-    langs: list[str],
-    gold_train=None,
-    min_score: float = 0.0,
-) -> list[list[Match]]:
-    """Candidates of the embedding-free aligners (every pair they would keep at θ = 0; θ applied afterwards).
-
-    ``gold_train``: gold documents the classifier may train on (gold mode passes the validation half, so
-    the test half is never seen in training); otherwise it uses ``aligner.classifier``'s model or gold.
-    ``min_score``: the lexical aligner may drop candidates below it (align mode passes θ: on a full corpus the
-    m x n candidates of every article pair would not fit in memory).
-    """
-    if method == "lexical":
-        from multimsd.alignment.aligners.lexical import lexical_matches
-
-        return lexical_matches(docs, langs, cfg.aligner.lexical, min_score=min_score)
-    from multimsd.alignment.aligners.classifier import classifier_matches
-
-    return classifier_matches(docs, langs, cfg, gold_train=gold_train)
-
-
-def make_embedder(cfg: AlignConfig):
-    from multimsd.alignment.embed import Embedder
-
-    root = Path(cfg.cache_dir) / "embeddings" if cfg.cache_dir else None
-    return Embedder(cfg.embedder, root)
 
 
 # ---------------------------------------------------------------------------------------------- the stage
@@ -164,14 +70,8 @@ def run(cfg: AlignConfig | DictConfig | dict) -> dict:
         from multimsd.alignment.goldmode import run_gold
 
         return run_gold(cfg)
-    if cfg.mode == "train_paraphrase":
-        from multimsd.alignment.aligners.paraphrase import run_train_paraphrase
-
-        return run_train_paraphrase(cfg)
-    if cfg.mode == "imbalance":
-        from multimsd.alignment.aligners.classifier import run_imbalance
-
-        return run_imbalance(cfg)
+    if cfg.mode != "align":  # an aligner's own mode (e.g. training its model)
+        return all_modes()[cfg.mode](cfg)
     out_dir = Path(cfg.output.dir)
     _check_output_dir(out_dir)
 
@@ -193,16 +93,16 @@ def run(cfg: AlignConfig | DictConfig | dict) -> dict:
     # 2. sentences
     docs = segment_pairs(pairs, cfg.segment.cleanup, cfg.segment.boilerplate_fraction)
 
-    # 3.-4. embeddings and matches (the papers' older aligners score sentence pairs without embeddings)
+    # 3.-4. the aligner's threshold-free candidates (on embeddings, computed once and cached, if it needs
+    # them), then θ as a filter on their scores
     a = cfg.aligner
-    if a.method in SCORE_METHODS:
-        matches = score_method_matches(cfg, a.method, docs, [p.lang for p in pairs], min_score=a.threshold)
-        n_encoded = 0
-    else:
+    aligner = get_aligner(a.method)
+    inputs, n_encoded = docs, 0
+    if aligner.needs == "embeddings":
         embedder = make_embedder(cfg)
-        vecs = embed_documents(embedder, docs, cfg)
-        matches = candidate_matches(vecs, a.method, a.margin_k, a.use_faiss)
+        inputs = embed_documents(embedder, docs, cfg)
         n_encoded = embedder.n_encoded
+    matches = aligner_candidates(aligner, inputs, [p.lang for p in pairs], cfg, min_score=a.threshold)
     rows = []
     for p, (c_sents, s_sents), ms in zip(pairs, docs, matches):
         for m in ms:
@@ -374,4 +274,4 @@ def push_to_hub(out_dir: Path, cfg: AlignConfig) -> None:
     log.info("pushed to https://huggingface.co/datasets/%s", cfg.output.hub_repo_id)
 
 
-__all__ = ["run", "to_config", "METHODS"]
+__all__ = ["run", "to_config"]

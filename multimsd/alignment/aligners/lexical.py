@@ -63,10 +63,11 @@ from rapidfuzz import process
 from rapidfuzz.distance import OSA, DamerauLevenshtein, Indel, JaroWinkler, LCSseq, Levenshtein
 from tqdm.auto import tqdm
 
+from multimsd.alignment.aligners.registry import Aligner, check_unit_threshold, register_aligner
+from multimsd.alignment.aligners.words import sentence_words
 from multimsd.alignment.match import Match
-from multimsd.config import LexicalConfig
+from multimsd.config import AlignConfig, LexicalConfig
 from multimsd.errors import MultimsdError
-from multimsd.text import word_tokenize
 
 log = logging.getLogger(__name__)
 
@@ -99,11 +100,6 @@ class Prepared:
     chars: str  # lowercased, whitespace collapsed
     words: tuple[str, ...]  # lowercased words, punctuation-only tokens dropped
     grams: tuple[str, ...]  # overlapping character 4-grams of ``chars``
-
-
-def sentence_words(text: str, lang: str) -> list[str]:
-    """Lowercased word tokens of ``text`` without punctuation-only tokens (shared with the paraphrase model)."""
-    return [w for w in word_tokenize(text.lower(), lang) if any(ch.isalnum() for ch in w)]
 
 
 def char_ngrams(s: str, n: int = NGRAM_N) -> tuple[str, ...]:
@@ -377,3 +373,41 @@ def lexical_matches(
         ii, jj = np.nonzero((mean <= cfg.max_mean) & (mean >= min_score))
         result.append([Match(int(i), int(j), float(mean[i, j]), float("nan")) for i, j in zip(ii, jj)])
     return result
+
+
+# ---------------------------------------------------------------------------------------------- the aligner
+def _train_paraphrase(cfg: AlignConfig) -> dict:
+    # The paraphrase model (torch) is only imported when this mode runs.
+    from multimsd.alignment.aligners.paraphrase import run_train_paraphrase
+
+    return run_train_paraphrase(cfg)
+
+
+@register_aligner
+class LexicalAligner(Aligner):
+    """``aligner=lexical``: the mean of the string similarities, kept in the band ``[θ, lexical.max_mean]``."""
+
+    name = "lexical"
+    needs = "sentences"
+
+    def candidates(
+        self,
+        docs: Sequence[tuple[Sequence[str], Sequence[str]]],
+        langs: Sequence[str],
+        cfg: AlignConfig,
+        *,
+        gold_train=None,
+        min_score: float | None = None,
+    ) -> list[list[Match]]:
+        # min_score = θ in align mode: on a full corpus the m x n candidates of every article pair would not
+        # fit in memory; gold mode needs every candidate down to 0.
+        return lexical_matches(
+            docs, langs, cfg.aligner.lexical, min_score=0.0 if min_score is None else min_score
+        )
+
+    def check_threshold(self, threshold: float) -> None:
+        check_unit_threshold(self.name, threshold)
+
+    def modes(self) -> dict:
+        # mode=train_paraphrase trains the Siamese BiLSTM whose probability is the 12th similarity.
+        return {"train_paraphrase": _train_paraphrase}

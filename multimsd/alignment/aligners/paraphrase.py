@@ -27,6 +27,9 @@ Quora + Paralex, 70 million balanced pairs, which are not bundled).
 The saved model is a directory: ``paraphrase_config.json`` (sizes, training settings), ``vocab.json`` (the
 word list, index = row of the embedding matrix), ``model.safetensors`` (the weights; no pickle) and
 ``metrics.json``.
+
+Why this module is long: it is one model's whole life — network, training-data reading and splitting,
+training loop with early stopping, saving and loading — and each part exists only for the others.
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ from torch.nn.utils.rnn import pack_padded_sequence
 from tqdm.auto import tqdm
 
 from multimsd import LANGUAGES
-from multimsd.alignment.aligners.lexical import sentence_words
+from multimsd.alignment.aligners.words import sentence_words
 from multimsd.errors import MultimsdError
 from multimsd.fsutil import atomic_directory, check_replaceable
 
