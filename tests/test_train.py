@@ -241,9 +241,14 @@ def test_training_data_from_a_hub_id(monkeypatch):
 def test_logits_only_from_the_first_label_give_the_same_loss(tmp_path):
     """The loop computes a causal LM's logits only from the batch's earliest label on (logits_to_keep)."""
     from multimsd.training.data import Collator, load_pairs, select, tokenize_rows
-    from multimsd.training.loop import _forward_kw, accepts_logits_to_keep, to_train_config
+    from multimsd.training.kinds import get_kind
+    from multimsd.training.kinds.causal import accepts_logits_to_keep
+    from multimsd.training.loop import to_train_config
     from multimsd.training.loss import weighted_cross_entropy
     from multimsd.training.modeling import load_model_and_tokenizer
+
+    def _forward_kw(batch, kind, trim):  # the forward arguments are the model kind's
+        return get_kind(kind).forward_kw(batch, trim)
 
     # Hand-made: the earliest label is at position 3 (row 1), so logits from position 2 on: 6 - 2 = 4 kept.
     labels = torch.tensor([[-100, -100, -100, -100, 5, 6], [-100, -100, -100, 7, 8, -100], [-100] * 6])

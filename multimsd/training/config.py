@@ -46,7 +46,7 @@ class ModelSettings:
     # causal: decoder-only chat model (Llama, SmolLM2) with the instruction prompt, prompt masked from the
     # loss; seq2seq: mBART-50 with the language code on both sides; lstm: the word-level LSTM encoder-decoder
     # trained from scratch (settings in `lstm`).
-    kind: str = "causal"
+    kind: str = "causal"  # any registered model kind (multimsd.training.kinds), a plugin's too
     # A Hub id, a local directory, or an offline builder: "offline:smollm2", "tiny:llama", "tiny:mbart".
     # kind=lstm: "scratch" (vocabularies from the training split, random weights) or a saved LSTM directory.
     pretrained: str = "offline:smollm2"

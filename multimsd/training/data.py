@@ -9,7 +9,6 @@ import csv
 import json
 import random
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -18,7 +17,7 @@ from multimsd import LANGUAGES
 from multimsd.errors import MultimsdError
 from multimsd.split import SPLITS, split_article_ids
 from multimsd.training.config import TrainData
-from multimsd.training.prompts import chat_messages
+from multimsd.training.kinds import get_kind
 
 # The sample has 12 articles: 2 validation + 2 test articles leaves 8 for training.
 SAMPLE_SPLIT_FRACTION = 0.2
@@ -184,60 +183,13 @@ def paraphrase_splits(rows: dict[str, list[dict]]) -> dict[str, list[dict]]:
     return {s: out[s] for s in SPLITS}
 
 
-@dataclass
-class Tokenized:
-    input_ids: list[int]
-    labels: list[int]
-    novel: list[int]
-
-
-def _novel_flags(labels: list[int], source_ids: set[int], special: set[int]) -> list[int]:
-    # A label token is "novel" when it does not occur in the input sentence (paper, section 4).
-    return [int(t != -100 and t not in source_ids and t not in special) for t in labels]
-
-
-def encode_causal(tokenizer, row: dict, max_length: int, shots=()) -> Tokenized:
-    """Chat prompt + answer; the prompt is masked from the loss (labels -100)."""
-    prompt = tokenizer.apply_chat_template(
-        chat_messages(row["complex"], row["lang"], shots=shots), tokenize=False, add_generation_prompt=True
-    )
-    full = tokenizer.apply_chat_template(
-        chat_messages(row["complex"], row["lang"], row["simple"], shots), tokenize=False
-    )
-    if not full.startswith(prompt):
-        raise MultimsdError("the tokenizer's chat template does not extend the prompt with the answer")
-    p_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
-    a_ids = tokenizer(full[len(prompt) :], add_special_tokens=False)["input_ids"]
-    ids = (p_ids + a_ids)[:max_length]
-    labels = ([-100] * len(p_ids) + a_ids)[:max_length]
-    source = set(tokenizer(row["complex"], add_special_tokens=False)["input_ids"])
-    return Tokenized(ids, labels, _novel_flags(labels, source, set(tokenizer.all_special_ids)))
-
-
-def encode_seq2seq(tokenizer, row: dict, max_length: int) -> Tokenized:
-    """mBART-50: ``[lang] X </s>`` -> ``[lang] Y </s>`` with the example's own language code on both sides."""
-    from multimsd.training.models.offline import MBART50_LANG_CODES
-
-    code = MBART50_LANG_CODES[row["lang"]]
-    tokenizer.src_lang = code
-    tokenizer.tgt_lang = code
-    enc = tokenizer(row["complex"], text_target=row["simple"], max_length=max_length, truncation=True)
-    special = set(tokenizer.all_special_ids) | {tokenizer.convert_tokens_to_ids(code)}
-    labels = list(enc["labels"])
-    return Tokenized(list(enc["input_ids"]), labels, _novel_flags(labels, set(enc["input_ids"]), special))
-
-
-def encode_lstm(tokenizer, row: dict, max_length: int) -> Tokenized:
-    """The word-level LSTM (multimsd.training.models.lstm): source words -> target words + ``</s>``, novelty by word."""
-    return Tokenized(*tokenizer.encode_pair(row, max_length))
-
-
 def tokenize_rows(tokenizer, rows: list[dict], kind: str, max_length: int) -> list[dict]:
-    """Encode rows for training; rows with no label token left (a prompt longer than max_length) are dropped."""
-    enc = {"causal": encode_causal, "seq2seq": encode_seq2seq, "lstm": encode_lstm}[kind]
+    """Encode rows for training with the model kind called ``kind`` (its ``encode``); rows with no label token
+    left (a prompt longer than max_length) are dropped."""
+    encoder = get_kind(kind)
     out = []
     for r in rows:
-        t = enc(tokenizer, r, max_length)
+        t = encoder.encode(tokenizer, r, max_length)
         if any(x != -100 for x in t.labels):  # a prompt longer than max_length leaves nothing to learn
             out.append({"input_ids": t.input_ids, "labels": t.labels, "novel": t.novel, "lang": r["lang"]})
     return out
@@ -250,10 +202,10 @@ def tokenize_dataset(tokenizer, rows: list[dict], kind: str, max_length: int, ca
     """:func:`tokenize_rows` as a ``Dataset.map``, cached on disk when ``cache_dir`` is given.
 
     The cache file is named by a fingerprint of everything the result depends on (the rows, the tokenizer's
-    full state, the model kind, max_length, and the source of this module and of the prompts), so a re-run, a
-    resumed run, a sweep over θ or learning rate, and the other processes of a distributed run (called under
-    ``main_process_first``) read the main process's result instead of tokenising again; any change to those
-    inputs gives a new file.
+    full state, the model kind and its source, max_length, and the source of this module and of the prompts),
+    so a re-run, a resumed run, a sweep over θ or learning rate, and the other processes of a distributed run
+    (called under ``main_process_first``) read the main process's result instead of tokenising again; any
+    change to those inputs gives a new file.
     """
     import datasets
     from datasets.fingerprint import Hasher
@@ -274,7 +226,13 @@ def tokenize_dataset(tokenizer, rows: list[dict], kind: str, max_length: int, ca
     if cache_dir is not None:
         from multimsd.training import prompts
 
-        code = [Path(m.__file__).read_bytes() for m in (sys.modules[__name__], prompts)]
+        # The kind's encoder lives in its class and the classes it derives from (a plugin's too).
+        modules = {
+            sys.modules[__name__],
+            prompts,
+            *(sys.modules[c.__module__] for c in type(get_kind(kind)).__mro__[:-1]),
+        }
+        code = [Path(m.__file__).read_bytes() for m in sorted(modules, key=lambda m: m.__name__)]
         key = Hasher.hash([ds._fingerprint, Hasher.hash(tokenizer), kind, max_length, code])
         cache_dir.mkdir(parents=True, exist_ok=True)
         kwargs = {"cache_file_name": str(cache_dir / f"tokenized-{key}.arrow"), "load_from_cache_file": True}

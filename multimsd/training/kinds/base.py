@@ -1,0 +1,159 @@
+"""The model-kind interface and its registry: everything the training stage does differently per model family.
+
+A *kind* (``model.kind`` in the config) is one class: it checks its own settings, loads model and tokenizer,
+encodes a training row, builds the forward arguments and the loss, generates, and saves / reloads the best
+model. The training loop (:mod:`multimsd.training.loop`) never asks which kind it runs: it calls the methods
+of ``get_kind(cfg.model.kind)``. The built-in kinds are ``causal`` (chat LMs, LoRA), ``seq2seq`` (mBART-50)
+and ``lstm`` (the word-level encoder-decoder of Adduru et al. 2018); a new one is a subclass registered under
+a new name, in a module the CLI imports with ``plugins=[my_module]``::
+
+    @register_kind("toy")
+    class ToyKind(Seq2SeqKind): ...
+
+Torch and transformers are imported inside the methods, so importing a kind module stays cheap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from multimsd.errors import MultimsdError
+
+DTYPE_NAMES = ("float32", "bfloat16", "float16")
+
+
+def torch_dtype(name: str):
+    """``model.dtype`` -> the torch dtype (``float32`` / ``bfloat16`` / ``float16``)."""
+    import torch
+
+    if name not in DTYPE_NAMES:
+        raise MultimsdError(f"model.dtype={name!r}: choose {', '.join(DTYPE_NAMES)}")
+    return getattr(torch, name)
+
+
+@dataclass
+class Tokenized:
+    """One encoded training row: model input, labels (-100 = not learned) and novel-token flags per label."""
+
+    input_ids: list[int]
+    labels: list[int]
+    novel: list[int]
+
+
+def novel_flags(labels: list[int], source_ids: set[int], special: set[int]) -> list[int]:
+    # A label token is "novel" when it does not occur in the input sentence (paper, section 4).
+    return [int(t != -100 and t not in source_ids and t not in special) for t in labels]
+
+
+# (outputs, batch, start, *, step, micro_batch, num_items) -> the micro-batch's loss
+LossFunction = Callable[..., Any]
+
+
+class ModelKind:
+    """A model family. The defaults suit an encoder-decoder that takes ``labels`` and returns ``logits``."""
+
+    name: str = ""  # set by register_kind
+    supports_icl = False  # mode=icl prompts a chat model
+    shift_labels = False  # True where logits[:, t] predicts labels[:, t + 1] (a decoder-only LM)
+
+    # ------------------------------------------------------------------ configuration and loading
+    def check(self, cfg) -> None:
+        """Raise a MultimsdError for settings (a TrainConfig) that cannot work with this kind."""
+        if cfg.mode == "icl" and not self.supports_icl:
+            raise MultimsdError("mode=icl prompts a chat model: use a causal model (e.g. model=smollm2_lora)")
+
+    def load(self, ms, path: str, train_rows: list[dict] | None = None, paraphrase: bool = False):
+        """The model and tokenizer of ``ms`` (ModelSettings); ``path`` is ``ms.pretrained`` resolved."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ data
+    def encode(self, tokenizer, row: dict, max_length: int) -> Tokenized:
+        """One ``{complex, simple, lang}`` row as model input, labels and novel flags."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ forward and loss
+    def can_trim(self, model) -> bool:
+        """Whether :meth:`forward_kw` may skip the logits of unlabelled positions (see the causal kind)."""
+        return False
+
+    def forward_kw(self, batch: dict, trim: bool) -> tuple[dict, int]:
+        """The model's keyword arguments besides input_ids / attention_mask, and the first sequence position
+        whose logits the loss needs. Encoder-decoders build their decoder inputs from the labels."""
+        return {"labels": batch["labels"]}, 0
+
+    def label_tokens(self, batch: dict) -> int:
+        """How many label tokens of ``batch`` the loss averages over."""
+        labels = batch["labels"][:, 1:] if self.shift_labels else batch["labels"]
+        return int(labels.ne(-100).sum())
+
+    def align_logits(self, logits, labels):
+        """Logits and labels position by position (a decoder-only LM's logits predict the next label)."""
+        if self.shift_labels:
+            return logits[:, :-1], labels[:, 1:]
+        return logits, labels
+
+    def loss_function(self, cfg, model, tokenizer) -> LossFunction:
+        """The training loss: novel-token weighted cross-entropy (multimsd.training.loss) over the logits."""
+        from multimsd.training.loss import weighted_cross_entropy
+
+        def loss(outputs, batch: dict, start: int, *, step: int, micro_batch: int, num_items):
+            return weighted_cross_entropy(
+                outputs.logits,
+                batch["labels"][:, start:],
+                novel_mask=batch["novel"][:, start:],
+                theta=cfg.loss.theta,
+                num_items=num_items,
+                label_smoothing=cfg.loss.label_smoothing,
+                shift=self.shift_labels,
+            )
+
+        return loss
+
+    # ------------------------------------------------------------------ generation, saving
+    def generate(self, cfg, model, tokenizer, rows: list[dict], shots: dict) -> list[str]:
+        """One output sentence per row, in order (``shots``: k-shot examples per language, mode=icl)."""
+        raise NotImplementedError
+
+    def save_pretrained(self, model, tokenizer, path: Path, save_function: Callable) -> None:
+        """Write the (unwrapped) model and its tokenizer into the directory ``path``."""
+        model.save_pretrained(str(path), save_function=save_function)
+        tokenizer.save_pretrained(str(path))
+
+    def load_best(self, cfg, path: Path, model):
+        """Load the weights saved by :meth:`save_pretrained` at ``path`` into ``model``; return it."""
+        raise NotImplementedError
+
+    def peft_auto_class(self):
+        """The ``peft.AutoPeftModelFor…`` class that reloads a LoRA adapter of this kind (Hub upload)."""
+        raise MultimsdError(f"model.kind={self.name}: no LoRA adapter to merge")
+
+
+MODEL_KINDS: dict[str, ModelKind] = {}
+"""Registered kinds by name (``model.kind``); the built-ins are registered by ``import multimsd.training.kinds``."""
+
+
+def register_kind(name: str) -> Callable[[type[ModelKind]], type[ModelKind]]:
+    """Class decorator: ``@register_kind("toy")`` makes ``model.kind=toy`` use the class (a later one replaces)."""
+
+    def register(cls: type[ModelKind]) -> type[ModelKind]:
+        if not (isinstance(cls, type) and issubclass(cls, ModelKind)):
+            raise TypeError(f"register_kind({name!r}) takes a ModelKind subclass, not {cls!r}")
+        cls.name = name
+        MODEL_KINDS[name] = cls()
+        return cls
+
+    return register
+
+
+def get_kind(name: str) -> ModelKind:
+    """The registered kind called ``name``; an unknown name is one error line listing the registered ones."""
+    try:
+        return MODEL_KINDS[name]
+    except KeyError:
+        raise MultimsdError(
+            f"model.kind={name!r} is not a registered model kind (registered: {', '.join(sorted(MODEL_KINDS))}); "
+            f"a new kind is registered with @register_kind in a module named in plugins=[...]"
+        ) from None

@@ -1,0 +1,178 @@
+"""``model.kind=lstm``: the word-level LSTM encoder-decoder of Adduru et al. 2018, trained from scratch.
+
+The model and its word tokenizer are in :mod:`multimsd.training.models.lstm`; with
+``model.lstm.num_sampled > 0`` the loss is the paper's sampled softmax (:mod:`multimsd.training.sampled_softmax`),
+otherwise the full-softmax weighted cross-entropy every kind uses.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from multimsd.errors import MultimsdError
+from multimsd.training.kinds.base import LossFunction, ModelKind, Tokenized, register_kind, torch_dtype
+
+log = logging.getLogger(__name__)
+
+
+def check_lstm_settings(cfg) -> None:
+    """Settings of ``model.kind=lstm`` that are wrong before any data is read (a TrainConfig)."""
+    from multimsd.training.models.lstm import ATTENTIONS
+
+    s = cfg.model.lstm
+    if cfg.model.lora.enabled:
+        raise MultimsdError(
+            "model.lora.enabled=true: LoRA adapts pretrained transformers, not model.kind=lstm"
+        )
+    if s.attention not in ATTENTIONS:
+        raise MultimsdError(f"model.lstm.attention={s.attention!r}: choose {' or '.join(ATTENTIONS)}")
+    if s.sampler not in ("log_uniform", "unigram"):
+        raise MultimsdError(f"model.lstm.sampler={s.sampler!r}: choose log_uniform or unigram")
+    if s.num_sampled < 0:
+        raise MultimsdError(f"model.lstm.num_sampled={s.num_sampled}: must be >= 0 (0 = full softmax)")
+    if s.num_sampled and cfg.loss.label_smoothing:
+        raise MultimsdError("loss.label_smoothing needs the full softmax: set model.lstm.num_sampled=0")
+    sizes = (
+        "embedding_size",
+        "hidden_size",
+        "encoder_layers",
+        "decoder_layers",
+        "max_vocab_size",
+        "min_count",
+    )
+    bad = [f"model.lstm.{k}={getattr(s, k)}" for k in sizes if getattr(s, k) < 1]
+    if bad:
+        raise MultimsdError(f"must be >= 1: {', '.join(bad)}")
+
+
+def load_lstm(ms, train_rows: list[dict] | None, paraphrase: bool = False):
+    """The word-level LSTM encoder-decoder (Adduru et al. 2018) and its word tokenizer.
+
+    ``model.pretrained=scratch``: vocabularies built from ``train_rows`` (the training split after language
+    selection; deterministic, so a resumed run rebuilds the same ids) and random weights drawn from the
+    already seeded global RNG. Otherwise a directory saved by an LSTM run (its ``best/``): architecture and
+    vocabularies come from there and the size settings in ``model.lstm`` are not used.
+    """
+    from multimsd.training.models.lstm import LstmSeq2Seq, LstmSeq2SeqConfig, WordTokenizer
+
+    s = ms.lstm
+    if ms.pretrained == "scratch":
+        if not train_rows:
+            raise MultimsdError(
+                "model.kind=lstm builds its vocabularies from the training split, which is empty"
+            )
+        shared = paraphrase if s.shared_vocab is None else s.shared_vocab
+        tokenizer = WordTokenizer.build(
+            train_rows,
+            lowercase=s.lowercase,
+            max_vocab_size=s.max_vocab_size,
+            min_count=s.min_count,
+            shared=shared,
+        )
+        config = LstmSeq2SeqConfig(
+            src_vocab_size=tokenizer.source_vocab_size,
+            tgt_vocab_size=tokenizer.target_vocab_size,
+            embedding_size=s.embedding_size,
+            hidden_size=s.hidden_size,
+            encoder_layers=s.encoder_layers,
+            decoder_layers=s.decoder_layers,
+            attention=s.attention,
+            input_feeding=s.input_feeding,
+            dropout=ms.dropout or 0.0,
+        )
+        model = LstmSeq2Seq(config)
+    else:
+        path = Path(ms.pretrained).expanduser()
+        if not path.is_dir():
+            raise MultimsdError(
+                f"model.pretrained={ms.pretrained!r}: model.kind=lstm takes 'scratch' or the directory of a saved "
+                f"LSTM model (an LSTM run's best/)"
+            )
+        model, tokenizer = LstmSeq2Seq.from_pretrained(path), WordTokenizer.from_pretrained(path)
+    if s.num_sampled and s.num_sampled >= tokenizer.target_vocab_size:
+        raise MultimsdError(
+            f"model.lstm.num_sampled={s.num_sampled} must be smaller than the target vocabulary "
+            f"({tokenizer.target_vocab_size} words with the specials); lower it, or 0 for the full softmax"
+        )
+    n = sum(p.numel() for p in model.parameters())
+    log.info(
+        "LSTM seq2seq: %s parameters, vocabularies %d (source) / %d (target)%s",
+        f"{n:,}",
+        tokenizer.source_vocab_size,
+        tokenizer.target_vocab_size,
+        " shared" if tokenizer.shared else "",
+    )
+    return model.to(torch_dtype(ms.dtype)), tokenizer
+
+
+@register_kind("lstm")
+class LstmKind(ModelKind):
+    def check(self, cfg) -> None:
+        super().check(cfg)
+        check_lstm_settings(cfg)
+
+    def load(self, ms, path: str, train_rows: list[dict] | None = None, paraphrase: bool = False):
+        return load_lstm(ms, train_rows, paraphrase)
+
+    def encode(self, tokenizer, row: dict, max_length: int) -> Tokenized:
+        """Source words -> target words + ``</s>``, novelty by word."""
+        return Tokenized(*tokenizer.encode_pair(row, max_length))
+
+    def loss_function(self, cfg, model, tokenizer) -> LossFunction:
+        if not cfg.model.lstm.num_sampled:
+            return super().loss_function(cfg, model, tokenizer)
+        from multimsd.training.sampled_softmax import SampledSoftmax
+
+        sampled = SampledSoftmax.from_sampler_name(
+            cfg.model.lstm.sampler,
+            model.output_projection,
+            tokenizer.target_counts,
+            cfg.model.lstm.num_sampled,
+            cfg.seed,
+        )
+
+        def loss(outputs, batch: dict, start: int, *, step: int, micro_batch: int, num_items):
+            # the same weighting and normalisation as the full softmax, over k + 1 classes per token
+            return sampled(
+                outputs.hidden,
+                batch["labels"],
+                step=step,
+                micro_batch=micro_batch,
+                novel_mask=batch["novel"],
+                theta=cfg.loss.theta,
+                num_items=num_items,
+            )
+
+        return loss
+
+    def generate(self, cfg, model, tokenizer, rows: list[dict], shots: dict) -> list[str]:
+        """Greedy (``eval.num_beams=1``) or beam search, at most ``eval.max_new_tokens`` words."""
+        import torch
+
+        pad = tokenizer.pad_token_id
+        device = next(model.parameters()).device
+        out = []
+        for s in range(0, len(rows), cfg.eval.batch_size):
+            chunk = rows[s : s + cfg.eval.batch_size]
+            ids = [
+                tokenizer.encode_source(r["complex"], r["lang"], cfg.data.max_length)
+                or [tokenizer.unk_token_id]
+                for r in chunk
+            ]
+            n = max(len(i) for i in ids)
+            input_ids = torch.tensor([i + [pad] * (n - len(i)) for i in ids], device=device)
+            gen = model.generate(
+                input_ids,
+                attention_mask=input_ids != pad,
+                max_new_tokens=cfg.eval.max_new_tokens,
+                num_beams=cfg.eval.num_beams,
+            )
+            out.extend(tokenizer.batch_decode(gen, [r["lang"] for r in chunk]))
+        return out
+
+    def load_best(self, cfg, path: Path, model):
+        from multimsd.training.models.lstm import LstmSeq2Seq
+
+        model.load_state_dict(LstmSeq2Seq.from_pretrained(path).state_dict())
+        return model

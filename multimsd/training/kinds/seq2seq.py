@@ -1,0 +1,83 @@
+"""``model.kind=seq2seq``: mBART-50, fully fine-tuned (or with LoRA), one language code per example.
+
+mBART-50 reads ``[code] X </s>`` and writes ``[code] Y </s>``; the language code of the example is set on both
+sides, and generation is forced to start with it (else mBART-50 may answer in another language).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from multimsd.training.kinds.base import Tokenized, novel_flags, register_kind
+from multimsd.training.kinds.transformer import TransformerKind
+
+MBART50_LANG_CODES: dict[str, str] = {
+    "de": "de_DE",
+    "en": "en_XX",
+    "es": "es_XX",
+    "fr": "fr_XX",
+    "it": "it_IT",
+    "ja": "ja_XX",
+    "pt": "pt_XX",
+    "ru": "ru_RU",
+    "zh": "zh_CN",
+}
+"""mBART-50 language code of each project language."""
+
+
+@register_kind("seq2seq")
+class Seq2SeqKind(TransformerKind):
+    def auto_class(self):
+        from transformers import AutoModelForSeq2SeqLM
+
+        return AutoModelForSeq2SeqLM
+
+    def lora_task_type(self):
+        from peft import TaskType
+
+        return TaskType.SEQ_2_SEQ_LM
+
+    def peft_auto_class(self):
+        from peft import AutoPeftModelForSeq2SeqLM
+
+        return AutoPeftModelForSeq2SeqLM
+
+    def encode(self, tokenizer, row: dict, max_length: int) -> Tokenized:
+        """``[lang] X </s>`` -> ``[lang] Y </s>`` with the example's own language code on both sides."""
+        code = MBART50_LANG_CODES[row["lang"]]
+        tokenizer.src_lang = code
+        tokenizer.tgt_lang = code
+        enc = tokenizer(row["complex"], text_target=row["simple"], max_length=max_length, truncation=True)
+        special = set(tokenizer.all_special_ids) | {tokenizer.convert_tokens_to_ids(code)}
+        labels = list(enc["labels"])
+        return Tokenized(list(enc["input_ids"]), labels, novel_flags(labels, set(enc["input_ids"]), special))
+
+    def generate(self, cfg, model, tokenizer, rows: list[dict], shots: dict) -> list[str]:
+        out: dict[int, str] = {}
+        by_lang = defaultdict(list)
+        for k, r in enumerate(rows):
+            by_lang[r["lang"]].append(k)
+        for lang, idx in by_lang.items():
+            code = MBART50_LANG_CODES[lang]
+            tokenizer.src_lang = code
+            code_id = tokenizer.convert_tokens_to_ids(code)
+            for s in range(0, len(idx), cfg.eval.batch_size):
+                chunk = idx[s : s + cfg.eval.batch_size]
+                enc = tokenizer(
+                    [rows[k]["complex"] for k in chunk],
+                    return_tensors="pt",
+                    padding=True,
+                    truncation=True,
+                    max_length=cfg.data.max_length,
+                )
+                enc = {n: t.to(model.device) for n, t in enc.items()}
+                # mBART-50 must be forced to start with the target language code, or it may answer in another.
+                gen = model.generate(
+                    **enc,
+                    num_beams=cfg.eval.num_beams,
+                    max_length=cfg.eval.max_new_tokens,
+                    forced_bos_token_id=code_id,
+                )
+                for k, t in zip(chunk, tokenizer.batch_decode(gen, skip_special_tokens=True)):
+                    out[k] = " ".join(t.split())
+        return [out[k] for k in range(len(rows))]

@@ -1,0 +1,81 @@
+"""What the pretrained 🤗 transformers kinds (causal, seq2seq) share: loading with optional LoRA, reloading."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from multimsd.errors import MultimsdError
+from multimsd.training.kinds.base import ModelKind, torch_dtype
+
+log = logging.getLogger(__name__)
+
+
+class TransformerKind(ModelKind):
+    """A pretrained transformers model, fully fine-tuned or wrapped with a LoRA adapter (peft)."""
+
+    def auto_class(self):
+        """The ``transformers.AutoModelFor…`` class of this kind."""
+        raise NotImplementedError
+
+    def lora_task_type(self):
+        """The ``peft.TaskType`` of this kind's LoRA adapter."""
+        raise NotImplementedError
+
+    def check_tokenizer(self, ms, tokenizer) -> None:
+        """Raise a MultimsdError when the loaded tokenizer cannot serve this kind."""
+
+    def load(self, ms, path: str, train_rows: list[dict] | None = None, paraphrase: bool = False):
+        from transformers import AutoTokenizer
+
+        kwargs = {"dtype": torch_dtype(ms.dtype)}
+        if ms.dropout is not None:
+            kwargs["dropout"] = ms.dropout
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(path)
+            model = self.auto_class().from_pretrained(path, **kwargs)
+        except OSError:
+            from multimsd.io import hub_reachable
+
+            hint = (
+                "the Hugging Face Hub is unreachable" if not hub_reachable() else "no such model on the Hub"
+            )
+            raise MultimsdError(
+                f"cannot load model {ms.pretrained!r}: not a local directory and {hint}. Download it where the "
+                f"Hub is reachable (huggingface-cli download {ms.pretrained}) or use model=smollm2_lora offline"
+            ) from None
+        if tokenizer.pad_token is None:
+            # Llama 3 ships without a pad token; padded positions are masked (attention) and ignored (labels).
+            tokenizer.pad_token = tokenizer.eos_token
+        self.check_tokenizer(ms, tokenizer)
+        if ms.gradient_checkpointing:
+            model.gradient_checkpointing_enable()
+        if ms.lora.enabled:
+            from peft import LoraConfig, get_peft_model
+
+            lcfg = LoraConfig(
+                r=ms.lora.r,
+                lora_alpha=ms.lora.alpha,
+                lora_dropout=ms.lora.dropout,
+                target_modules=list(ms.lora.target_modules),
+                task_type=self.lora_task_type(),
+            )
+            model = get_peft_model(model, lcfg)
+            trainable, total = model.get_nb_trainable_parameters()
+            log.info(
+                "LoRA: %s trainable of %s parameters (%.3f%%)",
+                f"{trainable:,}",
+                f"{total:,}",
+                100 * trainable / total,
+            )
+        return model, tokenizer
+
+    def load_best(self, cfg, path: Path, model):
+        if cfg.model.lora.enabled:  # the adapter alone was saved
+            from peft import set_peft_model_state_dict
+            from peft.utils import load_peft_weights
+
+            set_peft_model_state_dict(model, load_peft_weights(str(path)))
+        else:
+            model.load_state_dict(self.auto_class().from_pretrained(str(path)).state_dict())
+        return model
