@@ -3,7 +3,7 @@
 import datasets
 import pytest
 
-from multimsd import align
+from multimsd.alignment import stage as align
 from multimsd.alignment.stage import to_config
 from multimsd.errors import MultimsdError
 

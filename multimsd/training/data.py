@@ -5,7 +5,6 @@ Rows everywhere are dicts with ``complex``, ``simple``, ``lang`` (and ``article_
 
 from __future__ import annotations
 
-import csv
 import json
 import random
 import sys
@@ -15,6 +14,7 @@ import torch
 
 from multimsd import LANGUAGES
 from multimsd.errors import MultimsdError
+from multimsd.io import load_pair_records
 from multimsd.split import SPLITS, split_article_ids
 from multimsd.training.config import TrainData
 from multimsd.training.kinds import get_kind
@@ -55,68 +55,24 @@ def _rows_from_records(records: list[dict], where: str) -> dict[str, list[dict]]
     return out
 
 
-def _looks_like_hub_id(path: str) -> bool:
-    # "owner/name": exactly one slash, no file suffix, not a relative or absolute path.
-    parts = path.split("/")
-    return len(parts) == 2 and all(parts) and not path.startswith((".", "~")) and not Path(path).suffix
-
-
-def _load_hub_dataset_dict(repo_id: str):
-    """A DatasetDict pushed by ``align.py output.push_to_hub=true`` (or any with the same columns)."""
-    import datasets
-
-    try:
-        return datasets.load_dataset(repo_id)
-    except Exception as e:  # offline, no such repo, gated: report the type, never a token
-        from multimsd.io import hub_reachable
-
-        hint = "the Hugging Face Hub is unreachable" if not hub_reachable() else "no such dataset on the Hub"
-        raise MultimsdError(
-            f"training data {repo_id!r} is not a local file or directory, and {hint} ({type(e).__name__})"
-        ) from None
-
-
-def _rows_from_dataset_dict(dsd, where: str) -> dict[str, list[dict]]:
-    import datasets
-
-    if not isinstance(dsd, datasets.DatasetDict):
-        raise MultimsdError(f"{where}: expected a DatasetDict with train/validation/test splits")
-    missing = [
-        c
-        for c in ("complex", "simple", "lang")
-        if c not in dsd.get("train", next(iter(dsd.values()))).column_names
-    ]
+def _check_columns(rows: list[dict], where: str) -> None:
+    missing = [c for c in ("complex", "simple", "lang") if rows and c not in rows[0]]
     if missing:
         raise MultimsdError(f"{where}: the dataset lacks column(s) {', '.join(missing)}")
-    return {s: [dict(r) for r in dsd[s]] if s in dsd else [] for s in SPLITS}
 
 
 def load_pairs(path: str | None) -> dict[str, list[dict]]:
     """Train / validation / test rows from an align.py output (a directory or its Hub id ``owner/name``), a
-    JSONL or TSV file, or the sample (None)."""
+    JSONL or TSV file, or the sample (None). Reading is :func:`multimsd.io.load_pair_records`, shared by
+    every stage."""
     if path is None:
         return sample_gold_pairs()
-    p = Path(path).expanduser()
-    if p.is_dir():
-        import datasets
-
-        try:
-            dsd = datasets.load_from_disk(str(p))
-        except Exception as e:
-            raise MultimsdError(f"{p}: not a DatasetDict written by align.py ({type(e).__name__})") from None
-        return _rows_from_dataset_dict(dsd, str(p))
-    if not p.is_file():
-        if _looks_like_hub_id(path):
-            return _rows_from_dataset_dict(_load_hub_dataset_dict(path), path)
-        raise MultimsdError(f"training data not found: {p}")
-    if p.suffix == ".tsv":
-        with open(p, encoding="utf-8", newline="") as f:
-            records = list(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
-    else:
-        from multimsd.io import read_jsonl
-
-        records = [r for _, r in read_jsonl(p)]
-    return _rows_from_records(records, str(p))
+    by_split = load_pair_records(path, what="training data")
+    if None in by_split:  # a file (or a plain Dataset): split by article id, or by its own split column
+        return _rows_from_records(by_split[None], str(Path(path).expanduser()))
+    for split, rows in by_split.items():
+        _check_columns(rows, f"{path} ({split})")
+    return {s: by_split.get(s, []) for s in SPLITS}
 
 
 def select(rows: dict[str, list[dict]], cfg: TrainData, seed: int) -> dict[str, list[dict]]:
