@@ -110,6 +110,17 @@ def load_article_pairs(path: str | Path | None = None, hub_split: str = "train")
     return _pairs_from_dataset(_load_hub(str(path), hub_split), str(path))
 
 
+def load_saved(p: Path):
+    """A Dataset or DatasetDict saved with ``save_to_disk``; anything else is one error line."""
+    import datasets
+
+    datasets.disable_progress_bars()
+    try:
+        return datasets.load_from_disk(str(p))
+    except Exception as e:  # datasets raises several types for "not a dataset directory"
+        raise MultimsdError(f"{p}: not a dataset saved with save_to_disk ({type(e).__name__})") from None
+
+
 def load_saved_split(p: Path, split: str, hint: str = ""):
     """One split of a dataset saved with ``save_to_disk`` (a plain Dataset is returned as it is).
 
@@ -117,11 +128,7 @@ def load_saved_split(p: Path, split: str, hint: str = ""):
     """
     import datasets
 
-    datasets.disable_progress_bars()
-    try:
-        ds = datasets.load_from_disk(str(p))
-    except Exception as e:  # datasets raises several types for "not a dataset directory"
-        raise MultimsdError(f"{p}: not a dataset saved with save_to_disk ({type(e).__name__})") from None
+    ds = load_saved(p)
     if isinstance(ds, datasets.DatasetDict):
         if split not in ds:
             raise MultimsdError(f"{p}: no split {split!r} (has {', '.join(ds)}){hint}")
@@ -227,11 +234,7 @@ def load_pair_records(path: str | Path, what: str = "sentence pairs") -> dict[st
     if p.is_dir():
         import datasets
 
-        datasets.disable_progress_bars()
-        try:
-            ds = datasets.load_from_disk(str(p))
-        except Exception as e:  # datasets raises several types for "not a dataset directory"
-            raise MultimsdError(f"{p}: not a dataset saved with save_to_disk ({type(e).__name__})") from None
+        ds = load_saved(p)
         if isinstance(ds, datasets.DatasetDict):
             return {split: d.to_list() for split, d in ds.items()}
         return {None: ds.to_list()}
