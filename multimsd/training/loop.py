@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import shutil
 import time
 from itertools import islice
 from pathlib import Path
@@ -30,6 +29,13 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from multimsd.errors import MultimsdError
+from multimsd.training.checkpoint import (
+    TrainState,
+    last_checkpoint,
+    load_checkpoint,
+    register_trainable_only_hooks,
+    save_checkpoint,
+)
 from multimsd.training.config import TrainConfig
 from multimsd.training.data import Collator, load_pairs, select, tokenize_dataset, write_jsonl
 from multimsd.training.kinds import ModelKind, get_kind
@@ -75,52 +81,6 @@ def config_fingerprint(cfg: TrainConfig) -> dict:
     """What a checkpoint must agree on to be resumed: the model, data and optimisation (not eval knobs)."""
     c = OmegaConf.to_container(OmegaConf.structured(cfg))
     return {k: c[k] for k in ("model", "data", "loss", "optim", "seed")}
-
-
-# ---------------------------------------------------------------------------------------------- checkpoints
-class TrainState:
-    """Loop counters saved with every checkpoint (Accelerate's register_for_checkpointing protocol)."""
-
-    def __init__(self) -> None:
-        self.epoch = 0  # epoch in progress
-        self.step = 0  # optimizer steps done
-        self.batches_in_epoch = 0  # micro-batches of `epoch` already consumed
-        self.best: float | None = None
-        self.bad_epochs = 0
-        self.history: list[dict] = []
-        self.done = False
-        self.train_seconds = 0.0  # time in forward/backward/step only (not evaluation or checkpoints)
-        self.train_tokens = 0  # non-pad input tokens + label tokens seen by this process
-
-    def state_dict(self) -> dict:
-        return dict(vars(self))
-
-    def load_state_dict(self, d: dict) -> None:
-        vars(self).update(d)
-
-
-def last_checkpoint(out: Path) -> Path | None:
-    ckpts = sorted((out / "checkpoints").glob("step_*"), key=lambda p: int(p.name.split("_")[1]))
-    return ckpts[-1] if ckpts else None
-
-
-def save_checkpoint(accelerator, out: Path, state: TrainState, keep: int = 2) -> None:
-    """Model, optimizer, scheduler, RNG states and :class:`TrainState`; the last ``keep`` are kept.
-
-    Written under a temporary name and renamed when complete, so a run killed mid-save (SIGKILL, OOM,
-    pre-emption) leaves only whole checkpoints for the next run to resume from.
-    """
-    final = out / "checkpoints" / f"step_{state.step:08d}"
-    tmp = out / "checkpoints" / f".tmp_step_{state.step:08d}"
-    accelerator.save_state(str(tmp))
-    accelerator.wait_for_everyone()
-    if accelerator.is_main_process:
-        if final.exists():
-            shutil.rmtree(final)
-        tmp.rename(final)
-        for p in sorted((out / "checkpoints").glob("step_*"))[:-keep]:
-            shutil.rmtree(p, ignore_errors=True)
-    accelerator.wait_for_everyone()
 
 
 # ---------------------------------------------------------------------------------------------- evaluation
@@ -259,13 +219,14 @@ def run(cfg: TrainConfig | DictConfig | dict) -> dict:
         val_dl = accelerator.prepare(val_dl)
     state = TrainState()
     accelerator.register_for_checkpointing(state)
+    register_trainable_only_hooks(accelerator)  # a LoRA checkpoint holds the adapter, not the frozen base
     if cfg.report_to:
         accelerator.init_trackers("multimsd", config=fingerprint)
 
     resumed_from = None
     ckpt = last_checkpoint(out) if cfg.resume else None
     if ckpt is not None:
-        accelerator.load_state(str(ckpt))
+        load_checkpoint(accelerator, ckpt, model)
         resumed_from = str(ckpt)
         accelerator.print(f"resumed from {ckpt} (epoch {state.epoch}, step {state.step})")
     elif accelerator.is_main_process:
