@@ -57,6 +57,14 @@ def test_tiny_mbart_trains_and_writes_everything(tmp_path):
     assert list((out / "checkpoints").glob("step_*"))
 
 
+def test_epoch_generation_is_capped_and_final_predictions_are_whole(tmp_path):
+    res = run(tiny_cfg(tmp_path, eval__generate_max_rows=1))
+    epoch = next(h for h in res["history"] if "sari" in h)
+    assert epoch["per_language"]["en"]["n"] == 1 and res["before"]["per_language"]["en"]["n"] == 1
+    # the best model's predictions: every validation and test row (data.max_eval_examples=3)
+    assert res["validation"]["per_language"]["en"]["n"] == 3 and res["test"]["per_language"]["en"]["n"] == 3
+
+
 def test_weights_change_and_lora_only(tmp_path):
     from multimsd.training.config import ModelSettings
     from multimsd.training.modeling import load_model_and_tokenizer
@@ -77,11 +85,7 @@ def test_weights_change_and_lora_only(tmp_path):
 
 
 def test_icl_few_shot_writes_predictions(tmp_path):
-    res = run(
-        tiny_cfg(tmp_path, model="tiny_llama", mode__x=None)
-        if False
-        else {**tiny_cfg(tmp_path, model="tiny_llama"), "mode": "icl", "icl": {"shots": 2}}
-    )
+    res = run({**tiny_cfg(tmp_path, model="tiny_llama"), "mode": "icl", "icl": {"shots": 2}})
     preds = (tmp_path / "run" / "predictions" / "test" / "en.txt").read_text(encoding="utf-8").splitlines()
     assert len(preds) == 3 and res["shots"] == 2 and "sari" in res["test"]
 
@@ -95,6 +99,8 @@ def test_icl_few_shot_writes_predictions(tmp_path):
         ({"data__languages": ["xx"]}, "unknown language"),
         ({"data__path": "/no/such/pairs.jsonl"}, "training data not found"),
         ({"model__pretrained": "/no/such/model"}, "cannot load model"),
+        ({"eval__early_stopping_metric": "sari", "eval__generate": False}, "needs eval.generate=true"),
+        ({"eval__generate_max_rows": 0}, "eval.generate_max_rows"),
     ],
 )
 def test_bad_input(tmp_path, over, message):

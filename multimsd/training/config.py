@@ -100,7 +100,12 @@ class OptimSettings:
 
 @dataclass
 class EvalSettings:
-    generate: bool = True  # SARI / BLEU on generated validation outputs each epoch
+    # SARI / BLEU on generated validation outputs each epoch (optional: the paper early-stops on the validation
+    # loss, and generating a paper-sized validation split every epoch costs more than the epoch's training).
+    generate: bool = True
+    # Rows per language generated for those per-epoch metrics (null = all). The final validation and test
+    # predictions always come from the best model, once, on every row (up to data.max_eval_examples).
+    generate_max_rows: int | None = 200
     max_new_tokens: int = 256
     num_beams: int = 1  # mBART: 5 (paper); causal LMs: greedy
     batch_size: int = 8

@@ -71,6 +71,10 @@ def check_config(cfg: TrainConfig) -> None:
         raise MultimsdError(
             f"eval.early_stopping_metric={cfg.eval.early_stopping_metric!r}: choose loss or sari"
         )
+    if cfg.eval.early_stopping_metric == "sari" and not cfg.eval.generate:
+        raise MultimsdError("eval.early_stopping_metric=sari needs eval.generate=true (SARI of generated outputs)")
+    if cfg.eval.generate_max_rows is not None and cfg.eval.generate_max_rows < 1:
+        raise MultimsdError("eval.generate_max_rows must be >= 1, or null for every validation row")
     if cfg.optim.batch_size < 1 or cfg.optim.grad_accum < 1:
         raise MultimsdError("optim.batch_size and optim.grad_accum must be >= 1")
     if cfg.hub.push and not cfg.hub.repo_id:
@@ -114,10 +118,11 @@ def evaluate_epoch(cfg: TrainConfig, model, tokenizer, val_dl, val_rows, acceler
         kind = get_kind(cfg.model.kind)
         trim = kind.can_trim(accelerator.unwrap_model(model))
         metrics["val_loss"] = validation_loss(model, val_dl, accelerator, kind, trim)
-    if cfg.eval.generate and val_rows:
-        preds = generate(cfg, accelerator.unwrap_model(model), tokenizer, val_rows, accelerator)
+    rows = cap_per_language(val_rows, cfg.eval.generate_max_rows)
+    if cfg.eval.generate and rows:
+        preds = generate(cfg, accelerator.unwrap_model(model), tokenizer, rows, accelerator)
         if accelerator.is_main_process:
-            metrics.update(score_predictions(val_rows, preds))
+            metrics.update(score_predictions(rows, preds))
     return metrics
 
 
