@@ -112,18 +112,7 @@ def hf_trainer(model: str, examples: int, batch: int, work: Path) -> dict:
     return {"train_tokens": tokens, "train_seconds": out.metrics["train_runtime"], "first_loss": first}
 
 
-LLAMA31_8B = {
-    "vocab_size": 128256,
-    "hidden_size": 4096,
-    "intermediate_size": 14336,
-    "num_hidden_layers": 32,
-    "num_attention_heads": 32,
-    "num_key_value_heads": 8,
-    "max_position_embeddings": 8192,
-    "rope_theta": 500000.0,
-    "rms_norm_eps": 1e-5,
-    "tie_word_embeddings": False,
-}
+from multimsd.training.models.random_init import LLAMA31_8B  # noqa: E402 (the one copy of the shapes)
 
 
 def llama8b_gpu(batch: int, seq_len: int, steps: int, peak_tflops: float) -> None:

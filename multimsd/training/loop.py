@@ -72,7 +72,9 @@ def check_config(cfg: TrainConfig) -> None:
             f"eval.early_stopping_metric={cfg.eval.early_stopping_metric!r}: choose loss or sari"
         )
     if cfg.eval.early_stopping_metric == "sari" and not cfg.eval.generate:
-        raise MultimsdError("eval.early_stopping_metric=sari needs eval.generate=true (SARI of generated outputs)")
+        raise MultimsdError(
+            "eval.early_stopping_metric=sari needs eval.generate=true (SARI of generated outputs)"
+        )
     if cfg.eval.generate_max_rows is not None and cfg.eval.generate_max_rows < 1:
         raise MultimsdError("eval.generate_max_rows must be >= 1, or null for every validation row")
     if cfg.optim.batch_size < 1 or cfg.optim.grad_accum < 1:

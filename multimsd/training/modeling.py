@@ -2,7 +2,8 @@
 
 How a kind loads (a transformers model with optional LoRA, the LSTM with vocabularies built from the training
 split) is in :mod:`multimsd.training.kinds`; local names (``offline:smollm2``, ``tiny:llama``, ``tiny:mbart``)
-are built by :func:`multimsd.training.models.offline.resolve_model_path`.
+are built by :func:`multimsd.training.models.offline.resolve_model_path`, and ``random:<architecture>`` (a
+full-size architecture with random weights, for benchmarks) by :mod:`multimsd.training.models.random_init`.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from multimsd.training.config import ModelSettings
 from multimsd.training.kinds import get_kind
 from multimsd.training.kinds.base import torch_dtype
 from multimsd.training.models.offline import resolve_model_path
+from multimsd.training.models.random_init import RANDOM_PREFIX, random_model_dir
 
 
 def load_model_and_tokenizer(
@@ -18,4 +20,8 @@ def load_model_and_tokenizer(
 ):
     """The model and tokenizer of ``ms``; ``train_rows`` / ``paraphrase`` are used by ``kind=lstm`` only."""
     torch_dtype(ms.dtype)  # an unknown dtype is an error before anything is built
-    return get_kind(ms.kind).load(ms, resolve_model_path(ms.pretrained), train_rows, paraphrase)
+    if ms.pretrained.startswith(RANDOM_PREFIX):  # a full-size architecture, random weights (benchmarks)
+        path = str(random_model_dir(ms.pretrained))
+    else:
+        path = resolve_model_path(ms.pretrained)
+    return get_kind(ms.kind).load(ms, path, train_rows, paraphrase)

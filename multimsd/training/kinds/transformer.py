@@ -10,6 +10,28 @@ from multimsd.training.kinds.base import ModelKind, torch_dtype
 
 log = logging.getLogger(__name__)
 
+RANDOM_INIT_MARKER = "random_init.json"
+"""Marks a ``random:<architecture>`` directory (configuration + tokenizer, no weights; benchmarks)."""
+
+
+def is_random_init(path: str | Path) -> bool:
+    """Whether ``path`` is a directory written by multimsd.training.models.random_init (build from config, no weights)."""
+    return (Path(path) / RANDOM_INIT_MARKER).is_file()
+
+
+def build_random(auto_class, path: str | Path, dtype, dropout: float | None = None):
+    """A model of ``auto_class`` from the configuration at ``path``, random weights, on this process's device."""
+    import torch
+    from accelerate import PartialState
+    from transformers import AutoConfig
+
+    config = AutoConfig.from_pretrained(str(path))
+    if dropout is not None:
+        config.dropout = dropout
+    # Built where it will run: initialising 8B parameters on the CPU takes minutes, on a GPU a second.
+    with torch.device(PartialState().device):
+        return auto_class.from_config(config, dtype=dtype)
+
 
 class TransformerKind(ModelKind):
     """A pretrained transformers model, fully fine-tuned or wrapped with a LoRA adapter (peft)."""
@@ -33,7 +55,10 @@ class TransformerKind(ModelKind):
             kwargs["dropout"] = ms.dropout
         try:
             tokenizer = AutoTokenizer.from_pretrained(path)
-            model = self.auto_class().from_pretrained(path, **kwargs)
+            if is_random_init(path):  # random:<architecture>: built from its configuration (benchmarks)
+                model = build_random(self.auto_class(), path, kwargs["dtype"], ms.dropout)
+            else:
+                model = self.auto_class().from_pretrained(path, **kwargs)
         except OSError:
             from multimsd.io import hub_reachable
 
