@@ -276,6 +276,7 @@ def run(cfg: TrainConfig | DictConfig | dict) -> dict:
                 accelerator.gather(torch.tensor([n_local], device=accelerator.device)).sum().clamp(min=1)
             )
             step_loss = torch.zeros((), device=accelerator.device)
+            tokens = 0  # this process's non-pad input + label tokens of the step (throughput, benchmarks)
             for micro, batch in enumerate(window):
                 with accelerator.accumulate(model):
                     kw, start = kind.forward_kw(batch, trim)
@@ -293,11 +294,22 @@ def run(cfg: TrainConfig | DictConfig | dict) -> dict:
                     optimizer.zero_grad()
                 step_loss += loss.detach()
                 state.batches_in_epoch += 1
-                state.train_tokens += int(batch["attention_mask"].sum()) + int(batch["labels"].ne(-100).sum())
+                tokens += int(batch["attention_mask"].sum()) + int(batch["labels"].ne(-100).sum())
+            state.train_tokens += tokens
             state.step += 1
-            state.train_seconds += time.perf_counter() - t0
+            # float() waits for the device, so the step's time is its compute and not just its kernel launches
             loss_value = float(accelerator.reduce(step_loss, reduction="sum"))
-            state.history.append({"step": state.step, "epoch": state.epoch, "loss": loss_value})
+            seconds = time.perf_counter() - t0
+            state.train_seconds += seconds
+            state.history.append(
+                {
+                    "step": state.step,
+                    "epoch": state.epoch,
+                    "loss": loss_value,
+                    "seconds": seconds,
+                    "tokens": tokens,
+                }
+            )
             accelerator.log({"train/loss": loss_value, "lr": scheduler.get_last_lr()[0]}, step=state.step)
             bar.update(1)
             bar.set_postfix(loss=f"{loss_value:.4f}")
