@@ -354,6 +354,7 @@ def main() -> None:
     ap.add_argument("--max-new-tokens", type=int, default=None, help="GPU: 256 (paper); quick: 16")
     ap.add_argument("--peak-tflops", type=float, default=989.0, help="the GPU's dense bf16 peak (H100: 989)")
     ap.add_argument("--only", choices=["train", "checkpoint", "decode"], action="append")
+    ap.add_argument("--models", choices=["llama", "mbart"], action="append", help="default: both")
     args = ap.parse_args()
     gpu = torch.cuda.is_available() and not args.quick
     setups = GPU if gpu else CPU
@@ -373,6 +374,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         for name, setup in setups.items():
+            if args.models and name not in args.models:
+                continue
             label = f"{setup['model']['pretrained']}{' + LoRA' if setup['lora'] else ''}"
             if "train" in only:
                 mine = ours(setup, examples, warmup, work / f"ours_{name}")
