@@ -81,6 +81,14 @@ class TrainData:
 class LossSettings:
     theta: float = 1.0  # novel-token weight; 1 = plain cross-entropy (paper: 2, 4, 8)
     label_smoothing: float = 0.0
+    # Compute the loss from the final hidden states at labelled positions only, chunk_size tokens at a time,
+    # never materialising the [tokens, vocabulary] logits (multimsd.training.chunked_loss); the same loss to
+    # float rounding. Applies where the model has a plain lm_head and the kind's loss is the weighted
+    # cross-entropy (causal, seq2seq); elsewhere (the LSTM, FSDP / ZeRO-3) the full logits are computed.
+    chunked: bool = True
+    chunk_size: int = (
+        4096  # labelled tokens per chunk: at most chunk_size x vocabulary float32 logits at once
+    )
 
 
 @dataclass

@@ -80,6 +80,9 @@ class CausalKind(TransformerKind):
         start = max(int(labelled[rows].float().argmax(dim=1).min()) - 1, 0)
         return {"logits_to_keep": batch["labels"].shape[1] - start}, start
 
+    def hidden_forward_kw(self, model, batch: dict) -> dict:
+        return {}  # a decoder-only LM reads its labels' tokens in input_ids already
+
     def generate(self, cfg, model, tokenizer, rows: list[dict], shots: dict) -> list[str]:
         prompts = [
             tokenizer.apply_chat_template(
