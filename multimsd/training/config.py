@@ -75,6 +75,11 @@ class TrainData:
     # order fixed (already shuffled once, seeded); the benchmark uses it to feed 🤗 Trainer identical batches.
     shuffle: bool = True
     num_workers: int = 0
+    # Decoder-only (causal) LMs: each micro-batch's examples concatenated into one row with no padding,
+    # position_ids restarting per example so attention stays within each (multimsd.training.data.PackingCollator).
+    # The same examples per step and the same losses (to float rounding; LoRA dropout draws other masks). Other
+    # kinds keep padded batches. See README (Training throughput) for what it gains.
+    packing: bool = False
 
 
 @dataclass

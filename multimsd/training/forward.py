@@ -12,6 +12,9 @@ Two paths give the same numbers (to float rounding; tested on tiny Llama + LoRA 
 * **logits**: the model computes its logits (a causal LM from the batch's earliest labelled position on,
   ``logits_to_keep``) and the kind's ``loss_function`` reads them: every other case (the LSTM's sampled
   softmax, ``loss.chunked=false``).
+
+Packed batches (``data.packing``, :class:`multimsd.training.data.PackingCollator`) carry ``position_ids`` and no
+attention mask; :func:`model_inputs` passes them so that transformers keeps attention within each example.
 """
 
 from __future__ import annotations
@@ -28,8 +31,18 @@ log = logging.getLogger(__name__)
 
 
 def model_inputs(batch: dict) -> dict:
-    """The model's token inputs: ids and padding mask."""
+    """The model's token inputs: a packed row's ``position_ids`` (no mask), else the padding mask."""
+    if "position_ids" in batch:
+        # attention_mask=None is what makes transformers look for example boundaries in position_ids
+        # (masking_utils.find_packed_sequence_indices; flash-attention's varlen path on GPU); it looks only when
+        # there is no KV cache, and a causal LM builds one by default (config.use_cache), even in training.
+        return {"input_ids": batch["input_ids"], "position_ids": batch["position_ids"], "use_cache": False}
     return {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
+
+
+def input_tokens(batch: dict) -> int:
+    """Non-pad input tokens of a batch (a packed row has no padding, hence no mask)."""
+    return int(batch["attention_mask"].sum()) if "attention_mask" in batch else batch["input_ids"].numel()
 
 
 def chunked_head(cfg, kind: ModelKind, model, accelerator, probe: dict | None = None) -> OutputHead | None:

@@ -33,12 +33,13 @@ from multimsd.errors import MultimsdError
 from multimsd.training.config import TrainConfig
 from multimsd.training.data import (
     Collator,
+    PackingCollator,
     load_pairs,
     select,
     tokenize_dataset,
     write_jsonl,
 )
-from multimsd.training.forward import MicroBatchLoss
+from multimsd.training.forward import MicroBatchLoss, input_tokens
 from multimsd.training.kinds import ModelKind, get_kind
 from multimsd.training.modeling import load_model_and_tokenizer
 from multimsd.training.predict import generate, score_predictions
@@ -214,11 +215,14 @@ def run(cfg: TrainConfig | DictConfig | dict) -> dict:
         raise MultimsdError("no training example fits data.max_length")
     collate = Collator(tokenizer.pad_token_id)
     cols = ["input_ids", "labels", "novel"]
+    packing = cfg.data.packing and kind.supports_packing  # the same examples per micro-batch, in one row
+    if cfg.data.packing and not packing:
+        log.warning("data.packing: model.kind=%s takes padded batches; packing is off", kind.name)
     train_dl = torch.utils.data.DataLoader(
         tok["train"].select_columns(cols),
         batch_size=cfg.optim.batch_size,
         shuffle=cfg.data.shuffle,
-        collate_fn=collate,
+        collate_fn=PackingCollator() if packing else collate,
         num_workers=cfg.data.num_workers,
     )
     val_dl = (
@@ -276,8 +280,8 @@ def run(cfg: TrainConfig | DictConfig | dict) -> dict:
         out.mkdir(parents=True, exist_ok=True)
         (out / "train_config.json").write_text(json.dumps(fingerprint, indent=2) + "\n", encoding="utf-8")
 
-    # how the loss was computed (loss.chunked applies where it can, see multimsd.training.forward)
-    results: dict = {"resumed_from": resumed_from, "chunked_loss": losses.chunked}
+    # how the steps were computed (loss.chunked / data.packing apply where they can, see multimsd.training.forward)
+    results: dict = {"resumed_from": resumed_from, "chunked_loss": losses.chunked, "packing": packing}
     if cfg.eval.before_training and ckpt is None:
         results["before"] = evaluate_epoch(cfg, model, tokenizer, val_dl, val_rows, accelerator, losses)
         accelerator.print(f"before training: {_fmt(results['before'])}")
@@ -321,7 +325,7 @@ def run(cfg: TrainConfig | DictConfig | dict) -> dict:
                     optimizer.zero_grad()
                 step_loss += loss.detach()
                 state.batches_in_epoch += 1
-                state.train_tokens += int(batch["attention_mask"].sum()) + int(batch["labels"].ne(-100).sum())
+                state.train_tokens += input_tokens(batch) + int(batch["labels"].ne(-100).sum())
             state.step += 1
             state.train_seconds += time.perf_counter() - t0
             loss_value = float(accelerator.reduce(step_loss, reduction="sum"))

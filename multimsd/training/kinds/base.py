@@ -58,6 +58,8 @@ class ModelKind:
     name: str = ""  # set by register_kind
     supports_icl = False  # mode=icl prompts a chat model
     shift_labels = False  # True where logits[:, t] predicts labels[:, t + 1] (a decoder-only LM)
+    # data.packing: the model takes a micro-batch's examples as one row, told apart by restarting position_ids
+    supports_packing = False
 
     # ------------------------------------------------------------------ configuration and loading
     def check(self, cfg) -> None:

@@ -24,6 +24,7 @@ def accepts_logits_to_keep(model) -> bool:
 class CausalKind(TransformerKind):
     supports_icl = True
     shift_labels = True
+    supports_packing = True  # transformers' attention masks (and flash-attention) honour packed position_ids
 
     def auto_class(self):
         from transformers import AutoModelForCausalLM
