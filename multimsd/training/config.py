@@ -75,12 +75,25 @@ class TrainData:
     # order fixed (already shuffled once, seeded); the benchmark uses it to feed 🤗 Trainer identical batches.
     shuffle: bool = True
     num_workers: int = 0
+    # Decoder-only (causal) LMs: each micro-batch's examples concatenated into one row with no padding,
+    # position_ids restarting per example so attention stays within each (multimsd.training.data.PackingCollator).
+    # The same examples per step and the same losses (to float rounding; LoRA dropout draws other masks). Other
+    # kinds keep padded batches. See README (Training throughput) for what it gains.
+    packing: bool = False
 
 
 @dataclass
 class LossSettings:
     theta: float = 1.0  # novel-token weight; 1 = plain cross-entropy (paper: 2, 4, 8)
     label_smoothing: float = 0.0
+    # Compute the loss from the final hidden states at labelled positions only, chunk_size tokens at a time,
+    # never materialising the [tokens, vocabulary] logits (multimsd.training.chunked_loss); the same loss to
+    # float rounding. Applies where the model has a plain lm_head and the kind's loss is the weighted
+    # cross-entropy (causal, seq2seq); elsewhere (the LSTM, FSDP / ZeRO-3) the full logits are computed.
+    chunked: bool = True
+    chunk_size: int = (
+        4096  # labelled tokens per chunk: at most chunk_size x vocabulary float32 logits at once
+    )
 
 
 @dataclass

@@ -222,6 +222,38 @@ class Collator:
         }
 
 
+class PackingCollator:
+    """A decoder-only LM's micro-batch as one row with no padding (``data.packing``): the examples concatenated.
+
+    ``position_ids`` restart at 0 for each example and there is no attention mask, from which transformers
+    derives attention within each example only (``masking_utils.find_packed_sequence_indices``; flash-attention's
+    varlen kernels on GPU use the same position_ids), with the positions (RoPE) each example has unpacked. The
+    label and novel flag of each example's *first* token are cleared: under the causal shift it would be the
+    target of the previous example's last token, and unpacked it is never a target (nothing precedes it), so
+    the packed row holds exactly the padded batch's (position, target) pairs: the same examples, the same loss.
+    """
+
+    def __call__(self, batch: list[dict]) -> dict[str, torch.Tensor]:
+        ids: list[int] = []
+        positions: list[int] = []
+        labels: list[int] = []
+        novel: list[int] = []
+        for b in batch:
+            n = len(b["input_ids"])
+            if len(b["labels"]) != n:
+                raise MultimsdError("data.packing needs labels aligned with input_ids (a decoder-only model)")
+            ids += b["input_ids"]
+            positions += range(n)
+            labels += [-100, *b["labels"][1:]]
+            novel += [0, *b["novel"][1:]]
+        return {
+            "input_ids": torch.tensor([ids]),
+            "position_ids": torch.tensor([positions]),
+            "labels": torch.tensor([labels]),
+            "novel": torch.tensor([novel], dtype=torch.bool),
+        }
+
+
 def write_jsonl(path: Path, rows: list[dict]) -> None:
     with open(path, "w", encoding="utf-8") as f:
         for r in rows:

@@ -37,7 +37,15 @@ from multimsd.training.checkpoint import (
     save_checkpoint,
 )
 from multimsd.training.config import TrainConfig
-from multimsd.training.data import Collator, load_pairs, select, tokenize_dataset, write_jsonl
+from multimsd.training.data import (
+    Collator,
+    PackingCollator,
+    load_pairs,
+    select,
+    tokenize_dataset,
+    write_jsonl,
+)
+from multimsd.training.forward import MicroBatchLoss, input_tokens
 from multimsd.training.kinds import ModelKind, get_kind
 from multimsd.training.modeling import load_model_and_tokenizer
 from multimsd.training.predict import generate, score_predictions
@@ -79,6 +87,8 @@ def check_config(cfg: TrainConfig) -> None:
         raise MultimsdError("eval.generate_max_rows must be >= 1, or null for every validation row")
     if cfg.optim.batch_size < 1 or cfg.optim.grad_accum < 1:
         raise MultimsdError("optim.batch_size and optim.grad_accum must be >= 1")
+    if cfg.loss.chunk_size < 1:
+        raise MultimsdError(f"loss.chunk_size={cfg.loss.chunk_size}: tokens per chunk, must be >= 1")
     if cfg.hub.push and not cfg.hub.repo_id:
         raise MultimsdError("hub.push=true needs hub.repo_id=<user>/<name>")
 
@@ -91,21 +101,12 @@ def config_fingerprint(cfg: TrainConfig) -> dict:
 
 # ---------------------------------------------------------------------------------------------- evaluation
 @torch.no_grad()
-def validation_loss(model, dataloader, accelerator, kind: ModelKind, trim: bool = False) -> float:
+def validation_loss(model, dataloader, accelerator, losses: MicroBatchLoss) -> float:
     """Token-averaged plain cross-entropy over the whole validation split (all processes)."""
     model.eval()
     total, count = torch.zeros((), device=accelerator.device), torch.zeros((), device=accelerator.device)
     for batch in dataloader:
-        kw, start = kind.forward_kw(batch, trim)
-        out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], **kw)
-        logits, labels = kind.align_logits(out.logits, batch["labels"][:, start:])
-        ce = torch.nn.functional.cross_entropy(
-            logits.float().reshape(-1, logits.shape[-1]),
-            labels.reshape(-1),
-            ignore_index=-100,
-            reduction="none",
-        ).view(labels.shape)
-        per_ex_sum, per_ex_n = ce.sum(1), (labels != -100).sum(1).float()
+        per_ex_sum, per_ex_n = losses.example_cross_entropy(model, batch)
         # gather_for_metrics drops the samples Accelerate duplicated to even out the last batch
         per_ex_sum, per_ex_n = accelerator.gather_for_metrics((per_ex_sum, per_ex_n))
         total += per_ex_sum.sum()
@@ -114,12 +115,12 @@ def validation_loss(model, dataloader, accelerator, kind: ModelKind, trim: bool 
     return float(total / count.clamp(min=1))
 
 
-def evaluate_epoch(cfg: TrainConfig, model, tokenizer, val_dl, val_rows, accelerator) -> dict:
+def evaluate_epoch(
+    cfg: TrainConfig, model, tokenizer, val_dl, val_rows, accelerator, losses: MicroBatchLoss
+) -> dict:
     metrics: dict = {}
     if val_dl is not None:
-        kind = get_kind(cfg.model.kind)
-        trim = kind.can_trim(accelerator.unwrap_model(model))
-        metrics["val_loss"] = validation_loss(model, val_dl, accelerator, kind, trim)
+        metrics["val_loss"] = validation_loss(model, val_dl, accelerator, losses)
     rows = cap_per_language(val_rows, cfg.eval.generate_max_rows)
     if cfg.eval.generate and rows:
         preds = generate(cfg, accelerator.unwrap_model(model), tokenizer, rows, accelerator)
@@ -181,11 +182,14 @@ def run(cfg: TrainConfig | DictConfig | dict) -> dict:
         raise MultimsdError("no training example fits data.max_length")
     collate = Collator(tokenizer.pad_token_id)
     cols = ["input_ids", "labels", "novel"]
+    packing = cfg.data.packing and kind.supports_packing  # the same examples per micro-batch, in one row
+    if cfg.data.packing and not packing:
+        log.warning("data.packing: model.kind=%s takes padded batches; packing is off", kind.name)
     train_dl = torch.utils.data.DataLoader(
         tok["train"].select_columns(cols),
         batch_size=cfg.optim.batch_size,
         shuffle=cfg.data.shuffle,
-        collate_fn=collate,
+        collate_fn=PackingCollator() if packing else collate,
         num_workers=cfg.data.num_workers,
     )
     val_dl = (
@@ -224,6 +228,10 @@ def run(cfg: TrainConfig | DictConfig | dict) -> dict:
     model, optimizer, train_dl, scheduler = accelerator.prepare(model, optimizer, train_dl, scheduler)
     if val_dl is not None:
         val_dl = accelerator.prepare(val_dl)
+    # forward + loss of a micro-batch: chunked from the hidden states where it applies (checked once on the first
+    # training example), else from the logits (multimsd.training.forward)
+    probe = {k: t.to(accelerator.device) for k, t in collate([tok["train"].select_columns(cols)[0]]).items()}
+    losses = MicroBatchLoss(cfg, kind, model, tokenizer, accelerator, probe)
     state = TrainState()
     accelerator.register_for_checkpointing(state)
     register_trainable_only_hooks(accelerator)  # a LoRA checkpoint holds the adapter, not the frozen base
@@ -240,17 +248,15 @@ def run(cfg: TrainConfig | DictConfig | dict) -> dict:
         out.mkdir(parents=True, exist_ok=True)
         (out / "train_config.json").write_text(json.dumps(fingerprint, indent=2) + "\n", encoding="utf-8")
 
-    results: dict = {"resumed_from": resumed_from}
+    # how the steps were computed (loss.chunked / data.packing apply where they can, see multimsd.training.forward)
+    results: dict = {"resumed_from": resumed_from, "chunked_loss": losses.chunked, "packing": packing}
     if cfg.eval.before_training and ckpt is None:
-        results["before"] = evaluate_epoch(cfg, model, tokenizer, val_dl, val_rows, accelerator)
+        results["before"] = evaluate_epoch(cfg, model, tokenizer, val_dl, val_rows, accelerator, losses)
         accelerator.print(f"before training: {_fmt(results['before'])}")
 
     # --- the loop
     model.train()
     scale = cfg.optim.grad_accum * accelerator.num_processes  # see multimsd.training.loss: undo averaging
-    trim = kind.can_trim(accelerator.unwrap_model(model))  # a causal LM skips the prompt's logits
-    # novel-token weighted cross-entropy (multimsd.training.loss), or the LSTM's sampled softmax
-    loss_fn = kind.loss_function(cfg, accelerator.unwrap_model(model), tokenizer)
     from tqdm.auto import tqdm
 
     bar = tqdm(
@@ -279,13 +285,7 @@ def run(cfg: TrainConfig | DictConfig | dict) -> dict:
             tokens = 0  # this process's non-pad input + label tokens of the step (throughput, benchmarks)
             for micro, batch in enumerate(window):
                 with accelerator.accumulate(model):
-                    kw, start = kind.forward_kw(batch, trim)
-                    outputs = model(
-                        input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], **kw
-                    )
-                    loss = loss_fn(
-                        outputs, batch, start, step=state.step, micro_batch=micro, num_items=n_global
-                    )
+                    loss = losses(model, batch, step=state.step, micro_batch=micro, num_items=n_global)
                     accelerator.backward(loss * scale)
                     if accelerator.sync_gradients and cfg.optim.max_grad_norm:
                         accelerator.clip_grad_norm_(model.parameters(), cfg.optim.max_grad_norm)
@@ -294,7 +294,7 @@ def run(cfg: TrainConfig | DictConfig | dict) -> dict:
                     optimizer.zero_grad()
                 step_loss += loss.detach()
                 state.batches_in_epoch += 1
-                tokens += int(batch["attention_mask"].sum()) + int(batch["labels"].ne(-100).sum())
+                tokens += input_tokens(batch) + int(batch["labels"].ne(-100).sum())
             state.train_tokens += tokens
             state.step += 1
             # float() waits for the device, so the step's time is its compute and not just its kernel launches
@@ -319,7 +319,7 @@ def run(cfg: TrainConfig | DictConfig | dict) -> dict:
                 state.done = True
                 break
         # --- end of epoch: evaluate, keep the best, stop early, checkpoint
-        metrics = evaluate_epoch(cfg, model, tokenizer, val_dl, val_rows, accelerator)
+        metrics = evaluate_epoch(cfg, model, tokenizer, val_dl, val_rows, accelerator, losses)
         if accelerator.num_processes > 1:  # generation metrics exist on the main process: share them
             from accelerate.utils import broadcast_object_list
 

@@ -58,6 +58,8 @@ class ModelKind:
     name: str = ""  # set by register_kind
     supports_icl = False  # mode=icl prompts a chat model
     shift_labels = False  # True where logits[:, t] predicts labels[:, t + 1] (a decoder-only LM)
+    # data.packing: the model takes a micro-batch's examples as one row, told apart by restarting position_ids
+    supports_packing = False
 
     # ------------------------------------------------------------------ configuration and loading
     def check(self, cfg) -> None:
@@ -83,6 +85,23 @@ class ModelKind:
         """The model's keyword arguments besides input_ids / attention_mask, and the first sequence position
         whose logits the loss needs. Encoder-decoders build their decoder inputs from the labels."""
         return {"labels": batch["labels"]}, 0
+
+    def output_head(self, model):
+        """The model's output projection (a :class:`multimsd.training.output_head.OutputHead`) for the chunked
+        loss (``loss.chunked``), or None: this kind's model makes its logits in another way (the default)."""
+        return None
+
+    def hidden_forward_kw(self, model, batch: dict) -> dict:
+        """The keyword arguments besides the token inputs when the output head returns hidden states (chunked
+        loss): never ``labels``, from which the model would compute its own loss over those "logits". An
+        encoder-decoder gets the decoder inputs it would have built from the labels (``model``: unwrapped)."""
+        from multimsd.training.output_head import base_model
+
+        return {
+            "decoder_input_ids": base_model(model).prepare_decoder_input_ids_from_labels(
+                labels=batch["labels"]
+            )
+        }
 
     def label_tokens(self, batch: dict) -> int:
         """How many label tokens of ``batch`` the loss averages over."""

@@ -24,6 +24,7 @@ def accepts_logits_to_keep(model) -> bool:
 class CausalKind(TransformerKind):
     supports_icl = True
     shift_labels = True
+    supports_packing = True  # transformers' attention masks (and flash-attention) honour packed position_ids
 
     def auto_class(self):
         from transformers import AutoModelForCausalLM
@@ -79,6 +80,9 @@ class CausalKind(TransformerKind):
         # logits[:, t] predicts labels[:, t + 1]: keep the positions from one before the earliest label on.
         start = max(int(labelled[rows].float().argmax(dim=1).min()) - 1, 0)
         return {"logits_to_keep": batch["labels"].shape[1] - start}, start
+
+    def hidden_forward_kw(self, model, batch: dict) -> dict:
+        return {}  # a decoder-only LM reads its labels' tokens in input_ids already
 
     def generate(self, cfg, model, tokenizer, rows: list[dict], shots: dict) -> list[str]:
         prompts = [

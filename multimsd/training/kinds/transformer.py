@@ -47,6 +47,11 @@ class TransformerKind(ModelKind):
     def check_tokenizer(self, ms, tokenizer) -> None:
         """Raise a MultimsdError when the loaded tokenizer cannot serve this kind."""
 
+    def output_head(self, model):
+        from multimsd.training.output_head import find_output_head
+
+        return find_output_head(model)
+
     def load(self, ms, path: str, train_rows: list[dict] | None = None, paraphrase: bool = False):
         from transformers import AutoTokenizer
 

@@ -1,0 +1,159 @@
+"""One micro-batch through the model to its loss (training) or to its per-example cross-entropy (validation).
+
+Two paths give the same numbers (to float rounding; tested on tiny Llama + LoRA and tiny mBART):
+
+* **chunked** (``loss.chunked=true``, the default where it applies): the model's ``lm_head`` returns its input
+  for the duration of the forward (:mod:`multimsd.training.output_head`), so the model call yields the final
+  hidden states, and the novel-token weighted cross-entropy is computed from them at labelled positions only,
+  a chunk of tokens at a time (:mod:`multimsd.training.chunked_loss`): no ``[tokens, vocabulary]`` logits for
+  the whole step. It applies to kinds whose model has a plain ``lm_head`` and whose loss is the base weighted
+  cross-entropy (``causal``, ``seq2seq``), and only when the ``lm_head`` weight is whole on every process (not
+  under FSDP or DeepSpeed ZeRO-3, which gather it inside the forward only);
+* **logits**: the model computes its logits (a causal LM from the batch's earliest labelled position on,
+  ``logits_to_keep``) and the kind's ``loss_function`` reads them: every other case (the LSTM's sampled
+  softmax, ``loss.chunked=false``).
+
+Packed batches (``data.packing``, :class:`multimsd.training.data.PackingCollator`) carry ``position_ids`` and no
+attention mask; :func:`model_inputs` passes them so that transformers keeps attention within each example.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import torch
+
+from multimsd.training.chunked_loss import chunked_weighted_cross_entropy, labelled_token_losses
+from multimsd.training.kinds.base import ModelKind
+from multimsd.training.output_head import OutputHead, matches_logits
+
+log = logging.getLogger(__name__)
+
+
+def model_inputs(batch: dict) -> dict:
+    """The model's token inputs: a packed row's ``position_ids`` (no mask), else the padding mask."""
+    if "position_ids" in batch:
+        # attention_mask=None is what makes transformers look for example boundaries in position_ids
+        # (masking_utils.find_packed_sequence_indices; flash-attention's varlen path on GPU); it looks only when
+        # there is no KV cache, and a causal LM builds one by default (config.use_cache), even in training.
+        return {"input_ids": batch["input_ids"], "position_ids": batch["position_ids"], "use_cache": False}
+    return {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
+
+
+def input_tokens(batch: dict) -> int:
+    """Non-pad input tokens of a batch (a packed row has no padding, hence no mask)."""
+    return int(batch["attention_mask"].sum()) if "attention_mask" in batch else batch["input_ids"].numel()
+
+
+def chunked_head(cfg, kind: ModelKind, model, accelerator, probe: dict | None = None) -> OutputHead | None:
+    """The output head for the chunked loss, or None (logits path; the reason is logged when chunked was asked).
+
+    ``model`` is the unwrapped model; ``probe``, a small batch on the model's device, is run once both ways
+    (:func:`multimsd.training.output_head.matches_logits`) so a model family whose logits are more than
+    ``hidden @ W.T + b`` keeps the logits path instead of training on a different loss.
+    """
+    from accelerate.utils import DistributedType
+
+    if not cfg.loss.chunked:
+        return None
+    why = None
+    head = kind.output_head(model)
+    if type(kind).loss_function is not ModelKind.loss_function:
+        why = f"model.kind={kind.name} computes its own loss from the logits"
+    elif head is None:
+        why = "the model has no plain nn.Linear output head whose product are its logits"
+    elif accelerator.distributed_type == DistributedType.FSDP or (
+        accelerator.distributed_type == DistributedType.DEEPSPEED
+        and accelerator.state.deepspeed_plugin.zero_stage == 3
+    ):
+        why = "FSDP / ZeRO-3 shard the output head's weight outside the forward"
+    elif probe is not None and not matches_logits(
+        model,
+        head,
+        {**model_inputs(probe), **kind.forward_kw(probe, False)[0]},
+        {**model_inputs(probe), **kind.hidden_forward_kw(model, probe)},
+    ):
+        why = "its hidden states projected by the output head do not give the model's logits"
+    if why is not None:
+        # Loud only where the chunked path was to be expected (a model with a usable head); the LSTM never has one.
+        (log.warning if head is not None else log.info)("loss.chunked: not applied (%s); full logits", why)
+        return None
+    return head
+
+
+class MicroBatchLoss:
+    """``loss = step_loss(model, batch, step=..., micro_batch=..., num_items=...)``: forward and loss of one
+    micro-batch, by the chunked path when it applies (see the module docstring), else by the logits path."""
+
+    def __init__(self, cfg, kind: ModelKind, model, tokenizer, accelerator, probe: dict | None = None):
+        unwrapped = accelerator.unwrap_model(model)
+        self.cfg, self.kind, self.unwrapped = cfg, kind, unwrapped
+        self.head = chunked_head(cfg, kind, unwrapped, accelerator, probe)
+        # The logits path of a causal LM skips the prompt's logits; the chunked path computes none it does not need.
+        self.trim = self.head is None and kind.can_trim(unwrapped)
+        # the novel-token weighted cross-entropy (multimsd.training.loss), or the LSTM's sampled softmax
+        self.loss_fn = kind.loss_function(cfg, unwrapped, tokenizer)
+        self.autocast = accelerator.autocast
+
+    @property
+    def chunked(self) -> bool:
+        return self.head is not None
+
+    def hidden_states(self, model, batch: dict) -> torch.Tensor:
+        """The final hidden states, out of the top-level (DDP / PEFT) model call, with the head as identity."""
+        # use_cache=False: no KV cache to fill in training (mBART turns it off itself only when given labels)
+        kw = {"use_cache": False, **model_inputs(batch), **self.kind.hidden_forward_kw(self.unwrapped, batch)}
+        with self.head.returning_hidden():
+            out = model(**kw)
+        return out.logits
+
+    def __call__(self, model, batch: dict, *, step: int, micro_batch: int, num_items) -> torch.Tensor:
+        if self.head is None:
+            kw, start = self.kind.forward_kw(batch, self.trim)
+            outputs = model(**model_inputs(batch), **kw)
+            return self.loss_fn(
+                outputs, batch, start, step=step, micro_batch=micro_batch, num_items=num_items
+            )
+        hidden = self.hidden_states(model, batch)
+        # Under mixed precision the head's product runs in autocast's dtype, as the lm_head would have.
+        with self.autocast():
+            return chunked_weighted_cross_entropy(
+                hidden,
+                self.head.weight,
+                batch["labels"],
+                batch["novel"],
+                theta=self.cfg.loss.theta,
+                num_items=num_items,
+                bias=self.head.bias,
+                chunk_size=self.cfg.loss.chunk_size,
+                label_smoothing=self.cfg.loss.label_smoothing,
+                shift=self.kind.shift_labels,
+            )
+
+    def example_cross_entropy(self, model, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
+        """Validation: per example, the summed plain cross-entropy (no θ, no smoothing) and its label count."""
+        if self.head is None:
+            kw, start = self.kind.forward_kw(batch, self.trim)
+            out = model(**model_inputs(batch), **kw)
+            logits, labels = self.kind.align_logits(out.logits, batch["labels"][:, start:])
+            ce = torch.nn.functional.cross_entropy(
+                logits.float().reshape(-1, logits.shape[-1]),
+                labels.reshape(-1),
+                ignore_index=-100,
+                reduction="none",
+            ).view(labels.shape)
+            return ce.sum(1), (labels != -100).sum(1).float()
+        hidden = self.hidden_states(model, batch)
+        with self.autocast():
+            losses, where = labelled_token_losses(
+                hidden,
+                self.head.weight,
+                batch["labels"],
+                bias=self.head.bias,
+                chunk_size=self.cfg.loss.chunk_size,
+                shift=self.kind.shift_labels,
+            )
+        # labelled positions come in row-major order: their row index says which example each loss belongs to
+        rows = where.nonzero(as_tuple=True)[0]
+        sums = torch.zeros(where.shape[0], device=losses.device).index_add_(0, rows, losses)
+        return sums, where.sum(1).float()
