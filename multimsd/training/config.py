@@ -121,7 +121,15 @@ class EvalSettings:
     generate_max_rows: int | None = 200
     max_new_tokens: int = 256
     num_beams: int = 1  # mBART: 5 (paper); causal LMs: greedy
+    # Decoding batches (multimsd.training.decode): rows sorted by input length, longest first, and a batch
+    # filled while rows * (longest input + max_new_tokens) <= max_batch_tokens (the batch's KV cache at the
+    # end, in tokens). On a GPU raise it to what memory allows (the KV cache of Llama-8B is 128 KiB a token).
+    # 0 = the old way: input order, batch_size rows a batch (batch_size does not cap a budgeted batch).
+    max_batch_tokens: int = 8192
     batch_size: int = 8
+    # Merge a LoRA adapter into the base weights while decoding (one matmul a layer instead of three); the
+    # base weights are copied to host memory first and restored bit for bit after (Llama-8B: ~14 GiB of RAM).
+    merge_lora: bool = True
     early_stopping_metric: str = "loss"  # loss (validation cross-entropy, paper) | sari
     patience: int = 1
     before_training: bool = True  # also evaluate the untrained model (for a before/after comparison)
