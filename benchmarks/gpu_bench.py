@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -194,15 +195,13 @@ def hf_trainer(setup: dict, examples: int, warmup: int, step_tokens: list[int], 
 def flops_per_token(setup: dict) -> float:
     """6·N (forward + both backward matmuls) for full fine-tuning, 4·N for LoRA (no weight gradients of the base);
     N = the parameters that do matrix products (the input embedding table is a lookup)."""
-    from transformers import AutoConfig
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM
 
     from multimsd.training.models.random_init import random_model_dir
 
-    with torch.device("meta"):
-        from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM
-
-        path = random_model_dir(setup["model"]["pretrained"])
-        auto = AutoModelForCausalLM if setup["model"]["kind"] == "causal" else AutoModelForSeq2SeqLM
+    path = random_model_dir(setup["model"]["pretrained"])
+    auto = AutoModelForCausalLM if setup["model"]["kind"] == "causal" else AutoModelForSeq2SeqLM
+    with torch.device("meta"):  # shapes only: no memory, no initialisation
         model = auto.from_config(AutoConfig.from_pretrained(str(path)))
     emb = model.get_input_embeddings().weight
     tied = model.get_output_embeddings().weight is emb
@@ -242,8 +241,6 @@ def checkpoint_sizes(setup: dict, work: Path) -> dict:
         ckpt = next((work / name / "checkpoints").glob("step_*"))
         base = sum(p.numel() * p.element_size() for p in acc.unwrap_model(model).parameters())
         out[name] = {"bytes": size(ckpt), "seconds": seconds, "model_bytes": base}
-        import shutil
-
         shutil.rmtree(work / name)  # 16 GB for the whole 8B state: do not keep it
         del model, opt, acc
         if torch.cuda.is_available():

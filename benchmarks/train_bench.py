@@ -26,6 +26,7 @@ from pathlib import Path
 import torch
 
 from multimsd.training.loop import run, to_train_config
+from multimsd.training.models.random_init import LLAMA31_8B  # the one copy of the shapes
 
 MODELS = {
     "smollm2_lora": {"kind": "causal", "pretrained": "offline:smollm2", "lora": {"enabled": True}},
@@ -110,9 +111,6 @@ def hf_trainer(model: str, examples: int, batch: int, work: Path) -> dict:
     out = trainer.train()
     first = next(h["loss"] for h in trainer.state.log_history if "loss" in h)
     return {"train_tokens": tokens, "train_seconds": out.metrics["train_runtime"], "first_loss": first}
-
-
-from multimsd.training.models.random_init import LLAMA31_8B  # noqa: E402 (the one copy of the shapes)
 
 
 def llama8b_gpu(batch: int, seq_len: int, steps: int, peak_tflops: float) -> None:
