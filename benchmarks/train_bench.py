@@ -129,11 +129,13 @@ PATHS = {  # --paths: our loop's batch layout x loss path
 }
 
 
-def padding_share(model: str, examples: int, batch: int) -> float:
-    """The share of the padded batches' input positions that are padding (our loop's batches, in order)."""
+def padding_share(model: str, examples: int | None, batch: int, grouped: bool = False) -> float:
+    """The share of the padded batches' positions that are padding: our loop's batches in order (data.shuffle=false),
+    or grouped by length (data.group_by_length, epoch 0). Inputs, plus the labels for an encoder-decoder (its
+    decoder side is padded too); all training pairs of the sample with ``examples=None``."""
     from transformers import AutoTokenizer
 
-    from multimsd.training.data import load_pairs, select, tokenize_rows
+    from multimsd.training.data import LengthGroupedSampler, load_pairs, select, tokenize_rows
     from multimsd.training.models.offline import resolve_model_path
 
     cfg = to_train_config(
@@ -144,10 +146,27 @@ def padding_share(model: str, examples: int, batch: int) -> float:
     )
     tok = AutoTokenizer.from_pretrained(resolve_model_path(cfg.model.pretrained))
     rows = select(load_pairs(None), cfg.data, cfg.seed)["train"]
-    lengths = [len(e["input_ids"]) for e in tokenize_rows(tok, rows, cfg.model.kind, cfg.data.max_length)]
-    chunks = [lengths[i : i + batch] for i in range(0, len(lengths), batch)]
-    padded = sum(len(c) * max(c) for c in chunks)
-    return 1 - sum(lengths) / padded
+    encoded = tokenize_rows(tok, rows, cfg.model.kind, cfg.data.max_length)
+    sides = ["input_ids"] + (["labels"] if MODELS[model]["kind"] == "seq2seq" else [])
+    order = list(range(len(encoded)))
+    if grouped:
+        lengths = [max(len(e["input_ids"]), len(e["labels"])) for e in encoded]
+        order = list(LengthGroupedSampler(lengths, batch, cfg.seed, shuffle=False))
+    padded = real = 0
+    for side in sides:
+        lengths = [len(encoded[i][side]) for i in order]
+        chunks = [lengths[i : i + batch] for i in range(0, len(lengths), batch)]
+        padded += sum(len(c) * max(c) for c in chunks)
+        real += sum(lengths)
+    return 1 - real / padded
+
+
+def print_padding(model: str, examples: int | None, batch: int) -> None:
+    n = "all" if examples is None else examples
+    for grouped in (False, True):
+        share = 100 * padding_share(model, examples, batch, grouped)
+        how = "grouped by length" if grouped else "in order"
+        print(f"padding share ({model}, {n} English training pairs, batch {batch}, {how}): {share:.1f} %")
 
 
 def compare_paths(model: str, examples: int, batch: int, repeats: int) -> None:
@@ -173,9 +192,7 @@ def compare_paths(model: str, examples: int, batch: int, repeats: int) -> None:
             raise SystemExit(f"{name}: step losses {losses} differ from {ref_name}'s {ref}")
     tps = {name: r["train_tokens"] / r["train_seconds"] for name, r in best.items()}
     print(f"\n## Loss paths and batch layouts ({model}, {examples} examples, batch {batch}, θ = 4, fp32 CPU)")
-    print(
-        f"padding share of the padded batches: {100 * padding_share(model, examples, batch):.1f} % of input positions"
-    )
+    print_padding(model, examples, batch)
     for name, r in best.items():
         flags = f"chunked_loss={r['chunked_loss']}, packing={r['packing']}"
         print(
@@ -331,6 +348,7 @@ def main() -> None:
     )
     ap.add_argument("--packing", action="store_true", help="data.packing=true for our loop")
     ap.add_argument("--paths", action="store_true", help="compare padded/packed x full logits/chunked CE")
+    ap.add_argument("--padding", action="store_true", help="padding share of the batches, in order / grouped")
     ap.add_argument(
         "--logits-memory",
         action="store_true",
@@ -347,6 +365,10 @@ def main() -> None:
     args = ap.parse_args()
     if args.llama8b_gpu:
         llama8b_gpu(args.batch_size, args.seq_len, args.steps, args.peak_tflops, args.chunked != "false")
+        return
+    if args.padding:
+        for model in sorted(MODELS):
+            print_padding(model, None, args.batch_size)
         return
     if args.logits_memory:
         logits_memory(args.batch_size, args.seq_len)
