@@ -10,11 +10,17 @@ evaluation excluded on both sides).
     python benchmarks/train_bench.py [--model smollm2_lora|tiny_llama|tiny_mbart] [--examples 32] [--batch-size 4]
                                      [--chunked true|false] [--packing]
     python benchmarks/train_bench.py --paths [--model ...]
+    python benchmarks/train_bench.py --padding [--batch-size 8]
+    python benchmarks/train_bench.py --logits-memory [--batch-size 8 --seq-len 256]
     python benchmarks/train_bench.py --llama8b-gpu [--seq-len 256 --batch-size 8 --steps 20 --peak-tflops 989]
+                                     [--chunked false]
 
 ``--chunked`` / ``--packing`` set ``loss.chunked`` / ``data.packing`` for our loop's runs. ``--paths`` compares our
 loop with itself instead: padded or packed batches x full logits or the chunked loss (θ = 4, LoRA dropout 0 so
 that all four must give the same step losses, which it checks), and prints the padding share of the batches.
+``--padding``: the padding share of the sample's batches per model, in order and grouped by length.
+``--logits-memory``: the activations kept for backward and the time of one step, logits vs chunked loss, with
+Llama-3.1's 128k vocabulary on a 2-layer toy Llama (CPU).
 
 ``--llama8b-gpu`` (needs CUDA): LoRA throughput and MFU of a model with Llama-3.1-8B's architecture built from
 its config with random weights (no download), bf16, the paper's LoRA (r=4, α=8, all linear projections).
