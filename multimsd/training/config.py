@@ -80,6 +80,10 @@ class TrainData:
     # The same examples per step and the same losses (to float rounding; LoRA dropout draws other masks). Other
     # kinds keep padded batches. See README (Training throughput) for what it gains.
     packing: bool = False
+    # Batches of examples of similar length (less padding; seq2seq, LSTM), in a random order seeded by
+    # (seed, epoch) and resumed exactly (multimsd.training.data.LengthGroupedSampler). Changes which examples
+    # share a batch, hence the losses; with data.packing the padding is gone anyway.
+    group_by_length: bool = False
 
 
 @dataclass

@@ -61,7 +61,7 @@ def chunked_head(cfg, kind: ModelKind, model, accelerator, probe: dict | None = 
     if type(kind).loss_function is not ModelKind.loss_function:
         why = f"model.kind={kind.name} computes its own loss from the logits"
     elif head is None:
-        why = "the model has no plain nn.Linear output head whose product are its logits"
+        why = "the model has no plain nn.Linear output head that makes its logits"
     elif accelerator.distributed_type == DistributedType.FSDP or (
         accelerator.distributed_type == DistributedType.DEEPSPEED
         and accelerator.state.deepspeed_plugin.zero_stage == 3
@@ -82,8 +82,9 @@ def chunked_head(cfg, kind: ModelKind, model, accelerator, probe: dict | None = 
 
 
 class MicroBatchLoss:
-    """``loss = step_loss(model, batch, step=..., micro_batch=..., num_items=...)``: forward and loss of one
-    micro-batch, by the chunked path when it applies (see the module docstring), else by the logits path."""
+    """``loss = losses(model, batch, step=..., micro_batch=..., num_items=...)``: forward and loss of one
+    micro-batch, by the chunked path when it applies (see the module docstring), else by the logits path.
+    ``model`` is the prepared (possibly DDP-wrapped) model: every forward goes through its top-level call."""
 
     def __init__(self, cfg, kind: ModelKind, model, tokenizer, accelerator, probe: dict | None = None):
         unwrapped = accelerator.unwrap_model(model)

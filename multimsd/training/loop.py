@@ -43,6 +43,7 @@ from multimsd.training.data import (
     load_pairs,
     select,
     tokenize_dataset,
+    train_dataloader,
     write_jsonl,
 )
 from multimsd.training.forward import MicroBatchLoss, input_tokens
@@ -185,12 +186,9 @@ def run(cfg: TrainConfig | DictConfig | dict) -> dict:
     packing = cfg.data.packing and kind.supports_packing  # the same examples per micro-batch, in one row
     if cfg.data.packing and not packing:
         log.warning("data.packing: model.kind=%s takes padded batches; packing is off", kind.name)
-    train_dl = torch.utils.data.DataLoader(
-        tok["train"].select_columns(cols),
-        batch_size=cfg.optim.batch_size,
-        shuffle=cfg.data.shuffle,
-        collate_fn=PackingCollator() if packing else collate,
-        num_workers=cfg.data.num_workers,
+    collate_train = PackingCollator() if packing else collate
+    train_dl = train_dataloader(
+        tok["train"].select_columns(cols), cfg.data, cfg.optim.batch_size, cfg.seed, collate_train
     )
     val_dl = (
         torch.utils.data.DataLoader(

@@ -62,9 +62,7 @@ class OutputHead:
         parts += [
             getattr(self.model, n).reshape(-1) for n in LOGIT_BIAS_BUFFERS if _has_buffer(self.model, n)
         ]
-        if not parts:
-            return None
-        return parts[0] if len(parts) == 1 else torch.stack(torch.broadcast_tensors(*parts)).sum(0)
+        return sum(parts[1:], parts[0]) if parts else None
 
     @contextlib.contextmanager
     def returning_hidden(self) -> Iterator[None]:
