@@ -103,7 +103,15 @@ class EvalSettings:
     generate: bool = True  # SARI / BLEU on generated validation outputs each epoch
     max_new_tokens: int = 256
     num_beams: int = 1  # mBART: 5 (paper); causal LMs: greedy
+    # Decoding batches (multimsd.training.decode): rows sorted by input length, longest first, and a batch
+    # filled while rows * (longest input + max_new_tokens) <= max_batch_tokens (the batch's KV cache at the
+    # end, in tokens; Llama-3.1-8B: 128 KiB a token in bf16, so 8192 = 1 GiB). batch_size does not cap a
+    # budgeted batch. 0 = the old way: input order, batch_size rows a batch.
+    max_batch_tokens: int = 8192
     batch_size: int = 8
+    # Merge a LoRA adapter into the base weights while decoding (one matmul a layer instead of three); the
+    # base weights are copied to host memory first and restored bit for bit after (Llama-8B: ~14 GiB of RAM).
+    merge_lora: bool = True
     early_stopping_metric: str = "loss"  # loss (validation cross-entropy, paper) | sari
     patience: int = 1
     before_training: bool = True  # also evaluate the untrained model (for a before/after comparison)

@@ -1,7 +1,8 @@
 """Decoding (batched, split over processes) and the validation metrics of the training stage.
 
-How a model generates is its kind's business (``generate`` in :mod:`multimsd.training.kinds`); here the rows are
-split over the processes and gathered back in order.
+How a model generates is its kind's business (``generate`` in :mod:`multimsd.training.kinds`, batched by
+:mod:`multimsd.training.decode`); here the rows are split over the processes and gathered back in order, and a
+LoRA adapter is merged into the weights while they are decoded (``eval.merge_lora``).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from collections import defaultdict
 
 import torch
 
+from multimsd.training.decode import merged_lora
 from multimsd.training.kinds import get_kind
 from multimsd.training.prompts import sample_shots
 
@@ -35,7 +37,7 @@ def generate(cfg, model, tokenizer, rows: list[dict], accelerator, shot_pool=Non
     indexed = list(enumerate(rows))
     with accelerator.split_between_processes(indexed) as part:
         local_rows = [r for _, r in part]
-        with torch.no_grad():
+        with torch.no_grad(), merged_lora(model, cfg.eval.merge_lora):
             preds = kind.generate(cfg, model, tokenizer, local_rows, _shots_by_lang(cfg, shot_pool))
         local = [(k, p) for (k, _), p in zip(part, preds)]
     gathered = dict(gather_object(local)) if accelerator.num_processes > 1 else dict(local)

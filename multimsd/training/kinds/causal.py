@@ -7,6 +7,7 @@ learned. ``mode=icl`` (k-shot prompting, no training) is possible with this kind
 from __future__ import annotations
 
 from multimsd.errors import MultimsdError
+from multimsd.training.decode import decode_batches
 from multimsd.training.kinds.base import Tokenized, novel_flags, register_kind
 from multimsd.training.kinds.transformer import TransformerKind
 from multimsd.training.prompts import chat_messages
@@ -89,29 +90,27 @@ class CausalKind(TransformerKind):
             )
             for r in rows
         ]
+        lengths = [len(ids) for ids in tokenizer(prompts, add_special_tokens=False)["input_ids"]]
+
+        def decode(idx: list[int]) -> list[str]:
+            enc = tokenizer(
+                [prompts[k] for k in idx], return_tensors="pt", padding=True, add_special_tokens=False
+            )
+            enc = {n: t.to(model.device) for n, t in enc.items()}
+            gen = model.generate(
+                **enc,
+                max_new_tokens=cfg.eval.max_new_tokens,
+                do_sample=False,
+                num_beams=cfg.eval.num_beams,
+                pad_token_id=tokenizer.pad_token_id,
+            )
+            texts = tokenizer.batch_decode(gen[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
+            return [" ".join(t.split()) for t in texts]
+
         side = tokenizer.padding_side
-        tokenizer.padding_side = (
-            "left"  # decoder-only: pad on the left so every prompt ends where generation starts
-        )
-        out = []
+        # decoder-only: pad on the left so every prompt ends where generation starts
+        tokenizer.padding_side = "left"
         try:
-            for k in range(0, len(prompts), cfg.eval.batch_size):
-                enc = tokenizer(
-                    prompts[k : k + cfg.eval.batch_size],
-                    return_tensors="pt",
-                    padding=True,
-                    add_special_tokens=False,
-                )
-                enc = {n: t.to(model.device) for n, t in enc.items()}
-                gen = model.generate(
-                    **enc,
-                    max_new_tokens=cfg.eval.max_new_tokens,
-                    do_sample=False,
-                    num_beams=cfg.eval.num_beams,
-                    pad_token_id=tokenizer.pad_token_id,
-                )
-                texts = tokenizer.batch_decode(gen[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
-                out.extend(" ".join(t.split()) for t in texts)
+            return decode_batches(lengths, cfg.eval, decode)
         finally:
             tokenizer.padding_side = side
-        return out

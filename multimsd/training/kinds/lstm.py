@@ -11,6 +11,7 @@ import logging
 from pathlib import Path
 
 from multimsd.errors import MultimsdError
+from multimsd.training.decode import decode_batches
 from multimsd.training.kinds.base import LossFunction, ModelKind, Tokenized, register_kind, torch_dtype
 
 log = logging.getLogger(__name__)
@@ -152,24 +153,23 @@ class LstmKind(ModelKind):
 
         pad = tokenizer.pad_token_id
         device = next(model.parameters()).device
-        out = []
-        for s in range(0, len(rows), cfg.eval.batch_size):
-            chunk = rows[s : s + cfg.eval.batch_size]
-            ids = [
-                tokenizer.encode_source(r["complex"], r["lang"], cfg.data.max_length)
-                or [tokenizer.unk_token_id]
-                for r in chunk
-            ]
-            n = max(len(i) for i in ids)
-            input_ids = torch.tensor([i + [pad] * (n - len(i)) for i in ids], device=device)
+        ids = [
+            tokenizer.encode_source(r["complex"], r["lang"], cfg.data.max_length) or [tokenizer.unk_token_id]
+            for r in rows
+        ]
+
+        def decode(idx: list[int]) -> list[str]:
+            n = max(len(ids[k]) for k in idx)
+            input_ids = torch.tensor([ids[k] + [pad] * (n - len(ids[k])) for k in idx], device=device)
             gen = model.generate(
                 input_ids,
                 attention_mask=input_ids != pad,
                 max_new_tokens=cfg.eval.max_new_tokens,
                 num_beams=cfg.eval.num_beams,
             )
-            out.extend(tokenizer.batch_decode(gen, [r["lang"] for r in chunk]))
-        return out
+            return tokenizer.batch_decode(gen, [rows[k]["lang"] for k in idx])
+
+        return decode_batches([len(i) for i in ids], cfg.eval, decode)
 
     def load_best(self, cfg, path: Path, model):
         from multimsd.training.models.lstm import LstmSeq2Seq

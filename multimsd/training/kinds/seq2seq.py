@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from multimsd.training.decode import decode_batches
 from multimsd.training.kinds.base import Tokenized, novel_flags, register_kind
 from multimsd.training.kinds.transformer import TransformerKind
 
@@ -57,14 +58,17 @@ class Seq2SeqKind(TransformerKind):
         by_lang = defaultdict(list)
         for k, r in enumerate(rows):
             by_lang[r["lang"]].append(k)
+        # One language a batch: generation is forced to start with that language's code.
         for lang, idx in by_lang.items():
             code = MBART50_LANG_CODES[lang]
             tokenizer.src_lang = code
             code_id = tokenizer.convert_tokens_to_ids(code)
-            for s in range(0, len(idx), cfg.eval.batch_size):
-                chunk = idx[s : s + cfg.eval.batch_size]
+            sources = [rows[k]["complex"] for k in idx]
+            encoded = tokenizer(sources, truncation=True, max_length=cfg.data.max_length)["input_ids"]
+
+            def decode(part: list[int], sources=sources, code_id=code_id) -> list[str]:
                 enc = tokenizer(
-                    [rows[k]["complex"] for k in chunk],
+                    [sources[j] for j in part],
                     return_tensors="pt",
                     padding=True,
                     truncation=True,
@@ -78,6 +82,8 @@ class Seq2SeqKind(TransformerKind):
                     max_length=cfg.eval.max_new_tokens,
                     forced_bos_token_id=code_id,
                 )
-                for k, t in zip(chunk, tokenizer.batch_decode(gen, skip_special_tokens=True)):
-                    out[k] = " ".join(t.split())
+                return [" ".join(t.split()) for t in tokenizer.batch_decode(gen, skip_special_tokens=True)]
+
+            texts = decode_batches([len(ids) for ids in encoded], cfg.eval, decode)
+            out.update(zip(idx, texts))
         return [out[k] for k in range(len(rows))]
