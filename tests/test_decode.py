@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from multimsd.training.config import EvalSettings
-from multimsd.training.decode import decode_batches, length_batches, merged_lora
+from multimsd.training.decode import decode_batches, length_batches, merged_lora, shared_prefix_lengths
 
 
 # ---------------------------------------------------------------------------------------------- batching
@@ -41,6 +41,14 @@ def test_decode_batches_returns_input_order():
     settings = EvalSettings(max_new_tokens=1, max_batch_tokens=0, batch_size=4)
     assert decode_batches(lengths, settings, decode) == out
     assert seen == [[0, 1, 2, 3], [4, 5]]
+
+
+def test_shared_prefix_lengths_by_hand():
+    ids = [[1, 2, 3, 4], [1, 2, 3, 5, 6], [1, 2, 9], [7, 8]]
+    assert shared_prefix_lengths(ids, ["a", "a", "b", "b"]) == [3, 3, 0, 0]
+    # the group's common head, and never a row's last token (row 2 has 3 tokens: at most 2 shared)
+    assert shared_prefix_lengths(ids, ["a", "a", "a", "b"]) == [2, 2, 2, 0]
+    assert shared_prefix_lengths([[5, 6, 7], [5, 6, 7], [5, 6]], ["x", "x", "y"]) == [2, 2, 0]
 
 
 # ---------------------------------------------------------------------------------------------- LoRA merge
@@ -160,6 +168,7 @@ def one_thread():
 
 @pytest.mark.usefixtures("fresh_accelerate_state", "one_thread")
 def test_tiny_llama_lora_same_greedy_outputs(monkeypatch):
+    from multimsd.training.kinds.causal import PromptHeads
     from multimsd.training.loop import to_train_config
 
     cfg = to_train_config({"model": {"kind": "causal", "pretrained": "tiny:llama"}})
@@ -167,7 +176,17 @@ def test_tiny_llama_lora_same_greedy_outputs(monkeypatch):
     model, tok = tiny_llama_lora()
     rows = mixed_rows()
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    shared = []
+    real = PromptHeads.generate
+
+    def spy(self, idx, pad, gen_kw):
+        new = real(self, idx, pad, gen_kw)
+        shared.append(new is not None)
+        return new
+
+    monkeypatch.setattr(PromptHeads, "generate", spy)
     check_same_outputs(cfg, model, tok, rows, 3 * (200 + 8), monkeypatch)
+    assert any(shared)  # the new path decoded from the languages' shared prompt heads
     assert all(torch.equal(p, before[n]) for n, p in model.named_parameters())
 
 

@@ -106,7 +106,9 @@ class EvalSettings:
     # Decoding batches (multimsd.training.decode): rows sorted by input length, longest first, and a batch
     # filled while rows * (longest input + max_new_tokens) <= max_batch_tokens (the batch's KV cache at the
     # end, in tokens; Llama-3.1-8B: 128 KiB a token in bf16, so 8192 = 1 GiB). batch_size does not cap a
-    # budgeted batch. 0 = the old way: input order, batch_size rows a batch.
+    # budgeted batch. With a budget, greedy causal LMs also compute the prompt head that a language's rows
+    # share (chat template + instruction) once. 0 = the old way: input order, batch_size rows a batch, every
+    # prompt computed whole.
     max_batch_tokens: int = 8192
     batch_size: int = 8
     # Merge a LoRA adapter into the base weights while decoding (one matmul a layer instead of three); the
