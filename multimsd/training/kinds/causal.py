@@ -6,6 +6,8 @@ learned. ``mode=icl`` (k-shot prompting, no training) is possible with this kind
 
 from __future__ import annotations
 
+import functools
+
 from multimsd.errors import MultimsdError
 from multimsd.training.decode import decode_batches, shared_prefix_lengths
 from multimsd.training.kinds.base import Tokenized, novel_flags, register_kind
@@ -140,8 +142,13 @@ class PromptHeads:
         g = self.groups[k]
         if g not in self.kv:
             import torch
-            from transformers.cache_utils import DynamicCache, DynamicLayer
+            from transformers.cache_utils import DynamicCache
 
+            try:
+                from transformers.cache_utils import DynamicLayer
+            except ImportError:  # transformers < 4.54 has no cache layers to splice: whole prompts
+                self.kv[g] = None
+                return None
             kw = {"logits_to_keep": 1} if accepts_logits_to_keep(self.model) else {}
             head = torch.tensor([self.ids[k][: self.lengths[k]]], device=self.model.device)
             cache = self.model(input_ids=head, use_cache=True, **kw).past_key_values
@@ -167,19 +174,57 @@ class PromptHeads:
             mask.append([0] * (width - c) + [1] * c + [0] * (rest - len(t)) + [1] * len(t))
         model = self.model
         some = next(h for h in heads if h)
-        layers = []
+        capacity = width + rest + gen_kw["max_new_tokens"]
+        ReservedLayer = _reserved_layer_class()  # noqa: N806  (a class, built once on first use)
+        cache = DynamicCache()
         for n, (k0, _) in enumerate(some):
-            keys = k0.new_zeros(len(idx), k0.shape[1], width, k0.shape[3])
-            values = torch.zeros_like(keys)
+            layer = ReservedLayer(len(idx), k0.shape[1], capacity, k0.shape[3], k0)
             for i, (c, h) in enumerate(zip(cut, heads)):
                 if h:
-                    keys[i, :, width - c :] = h[n][0][0]
-                    values[i, :, width - c :] = h[n][1][0]
-            layers.append((keys, values))
+                    layer.reserve[0][i, :, width - c : width] = h[n][0][0]
+                    layer.reserve[1][i, :, width - c : width] = h[n][1][0]
+            layer.use(width)
+            cache.layers.append(layer)
         gen = model.generate(
             input_ids=torch.tensor(rows, device=model.device),
             attention_mask=torch.tensor(mask, device=model.device),
-            past_key_values=DynamicCache(ddp_cache_data=layers),
+            past_key_values=cache,
             **gen_kw,
         )
         return gen[:, width + rest :]
+
+
+@functools.cache
+def _reserved_layer_class():
+    """The class below, defined on first use: importing this module must not import transformers."""
+    from transformers.cache_utils import DynamicLayer
+
+    class ReservedLayer(DynamicLayer):
+        """A KV cache layer written in place into storage reserved for the whole decode.
+
+        transformers' DynamicLayer concatenates every new token to its keys and values, which copies the whole
+        cache each step (a third of a decoding step of a batch of 32 on a CPU); this one writes the new token
+        into its reserve and hands out a view of the filled part, the same values. Past the reserve it
+        concatenates like its parent.
+        """
+
+        def __init__(self, rows: int, heads: int, capacity: int, dim: int, like) -> None:
+            super().__init__()
+            keys = like.new_zeros(rows, heads, capacity, dim)
+            self.reserve = (keys, keys.clone())
+            self.dtype, self.device, self.is_initialized = like.dtype, like.device, True
+
+        def use(self, length: int) -> None:
+            self.keys, self.values = (t[:, :, :length] for t in self.reserve)
+
+        def update(self, key_states, value_states, *args, **kwargs):
+            n, m = self.keys.shape[-2], key_states.shape[-2]
+            if self.reserve is None or n + m > self.reserve[0].shape[-2]:
+                self.reserve = None  # from here on the parent's concatenation
+                return super().update(key_states, value_states, *args, **kwargs)
+            self.reserve[0][:, :, n : n + m] = key_states
+            self.reserve[1][:, :, n : n + m] = value_states
+            self.use(n + m)
+            return self.keys, self.values
+
+    return ReservedLayer
