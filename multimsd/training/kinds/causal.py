@@ -130,7 +130,8 @@ class PromptHeads:
     nothing is shared). A batch is laid out as ``[pad… head | pad… tail]``: the head part comes from the cache
     (each row's head right-aligned, the pads masked), ``generate`` computes the tails. Positions follow the
     attention mask, so every token sits where it sits in the unpadded prompt: the same decoding as the whole
-    prompts, left-padded, less the repeated heads.
+    prompts, left-padded, less the repeated heads. A batch that mixes languages pads each head to the longest
+    one, so its cache can exceed ``eval.max_batch_tokens`` (counted on whole prompts) by the difference.
     """
 
     def __init__(self, model, ids: list[list[int]], groups: list | None) -> None:
