@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from multimsd.training.config import EvalSettings
-from multimsd.training.decode import decode_batches, length_batches, merged_lora
+from multimsd.training.decode import decode_batches, length_batches, merged_lora, shared_prefix_lengths
 
 
 # ---------------------------------------------------------------------------------------------- batching
@@ -41,6 +41,14 @@ def test_decode_batches_returns_input_order():
     settings = EvalSettings(max_new_tokens=1, max_batch_tokens=0, batch_size=4)
     assert decode_batches(lengths, settings, decode) == out
     assert seen == [[0, 1, 2, 3], [4, 5]]
+
+
+def test_shared_prefix_lengths_by_hand():
+    ids = [[1, 2, 3, 4], [1, 2, 3, 5, 6], [1, 2, 9], [7, 8]]
+    assert shared_prefix_lengths(ids, ["a", "a", "b", "b"]) == [3, 3, 0, 0]
+    # the group's common head, and never a row's last token (row 2 has 3 tokens: at most 2 shared)
+    assert shared_prefix_lengths(ids, ["a", "a", "a", "b"]) == [2, 2, 2, 0]
+    assert shared_prefix_lengths([[5, 6, 7], [5, 6, 7], [5, 6]], ["x", "x", "y"]) == [2, 2, 0]
 
 
 # ---------------------------------------------------------------------------------------------- LoRA merge
@@ -125,7 +133,7 @@ def outputs(cfg, model, tok, rows, **eval_settings):
     return generate(cfg, model, tok, rows, Accelerator(cpu=True))
 
 
-def check_same_outputs(cfg, model, tok, rows, small_budget, monkeypatch):
+def check_same_outputs(cfg, model, tok, rows, small_budget, monkeypatch, order=True):
     from multimsd.training import decode
 
     batches = []
@@ -135,15 +143,19 @@ def check_same_outputs(cfg, model, tok, rows, small_budget, monkeypatch):
         return batches[-1]
 
     monkeypatch.setattr(decode, "length_batches", spy)
-    old = outputs(cfg, model, tok, rows, max_batch_tokens=0, merge_lora=False)
-    assert len(old) == len(rows) and any(old)
+    batch_size = cfg.eval.batch_size
+    old = outputs(cfg, model, tok, rows, max_batch_tokens=0, batch_size=batch_size, merge_lora=False)
+    # outputs that depend on the input, or a mix-up of rows would go unnoticed
+    assert len(old) == len(rows) and len(set(old)) > len(rows) // 2, old
+    if order:  # in input order: each row decoded on its own gives its output
+        assert [outputs(cfg, model, tok, [r])[0] for r in rows] == old
     new = outputs(cfg, model, tok, rows, max_batch_tokens=EvalSettings.max_batch_tokens, merge_lora=True)
     assert new == old
     # a budget that cuts the rows into several batches of different sizes, unlike the old fixed chunks
     batches.clear()
     assert outputs(cfg, model, tok, rows, max_batch_tokens=small_budget, merge_lora=True) == old
     sizes = {len(b) for call in batches for b in call}
-    assert len(sizes) > 1 and sizes != {cfg.eval.batch_size}, batches
+    assert len(sizes) > 1 and sizes != {batch_size}, batches
 
 
 @pytest.fixture
@@ -156,6 +168,7 @@ def one_thread():
 
 @pytest.mark.usefixtures("fresh_accelerate_state", "one_thread")
 def test_tiny_llama_lora_same_greedy_outputs(monkeypatch):
+    from multimsd.training.kinds.causal import PromptHeads
     from multimsd.training.loop import to_train_config
 
     cfg = to_train_config({"model": {"kind": "causal", "pretrained": "tiny:llama"}})
@@ -163,7 +176,17 @@ def test_tiny_llama_lora_same_greedy_outputs(monkeypatch):
     model, tok = tiny_llama_lora()
     rows = mixed_rows()
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    shared = []
+    real = PromptHeads.generate
+
+    def spy(self, idx, pad, gen_kw):
+        new = real(self, idx, pad, gen_kw)
+        shared.append(new is not None)
+        return new
+
+    monkeypatch.setattr(PromptHeads, "generate", spy)
     check_same_outputs(cfg, model, tok, rows, 3 * (200 + 8), monkeypatch)
+    assert any(shared)  # the new path decoded from the languages' shared prompt heads
     assert all(torch.equal(p, before[n]) for n, p in model.named_parameters())
 
 
@@ -175,16 +198,18 @@ def test_tiny_mbart_same_outputs_greedy_and_beam(monkeypatch):
     cfg = to_train_config({"model": {"kind": "seq2seq", "pretrained": "tiny:mbart"}})
     cfg.eval.max_new_tokens, cfg.eval.batch_size, cfg.data.max_length = 8, 3, 64
     model, tok = load_model_and_tokenizer(cfg.model)
-    # tiny:mbart's own random weights only ever repeat the language code (empty outputs once special tokens are
-    # skipped): larger seeded random weights make it write words, so equal outputs mean something
-    with torch.random.fork_rng(devices=[]), torch.no_grad():
-        torch.manual_seed(0)
+    torch.manual_seed(0)
+    with torch.no_grad():
+        # A tiny random mBART writes one token whatever it reads: larger weights make it depend on the input,
+        # and special tokens are kept out of the (decoded, specials skipped) outputs.
         for p in model.parameters():
-            p.normal_(0, 0.5)
+            if p.dim() == 2:
+                p.normal_(0, 0.3)
+        model.final_logits_bias[0, tok.all_special_ids] = -1e4
     rows = mixed_rows()
     check_same_outputs(cfg, model, tok, rows, 2 * (40 + 8), monkeypatch)
     cfg.eval.num_beams = 2
-    check_same_outputs(cfg, model, tok, rows, 2 * (40 + 8), monkeypatch)
+    check_same_outputs(cfg, model, tok, rows, 2 * (40 + 8), monkeypatch, order=False)
 
 
 @pytest.mark.usefixtures("fresh_accelerate_state", "one_thread")
@@ -205,4 +230,8 @@ def test_lstm_same_outputs(monkeypatch):
     cfg.eval.max_new_tokens, cfg.eval.batch_size = 8, 3
     torch.manual_seed(0)
     model, tok = load_model_and_tokenizer(cfg.model, sample_gold_pairs()["train"])
+    with torch.no_grad():  # random small weights write one word whatever the input: larger ones do not
+        for p in model.parameters():
+            if p.dim() == 2:
+                p.normal_(0, 0.5)
     check_same_outputs(cfg, model, tok, mixed_rows(), 2 * (40 + 8), monkeypatch)

@@ -127,10 +127,15 @@ class EvalSettings:
     num_beams: int = 1  # mBART: 5 (paper); causal LMs: greedy
     # Decoding batches (multimsd.training.decode): rows sorted by input length, longest first, and a batch
     # filled while rows * (longest input + max_new_tokens) <= max_batch_tokens (the batch's KV cache at the
-    # end, in tokens). On a GPU raise it to what memory allows (the KV cache of Llama-8B is 128 KiB a token).
-    # 0 = the old way: input order, batch_size rows a batch (batch_size does not cap a budgeted batch).
+    # end, in tokens; Llama-3.1-8B: 128 KiB a token in bf16, so 8192 = 1 GiB). 8192 because on the 2-core CPU
+    # (SmolLM2 + LoRA, 111 sample rows, 64 new tokens) budgets of 4096 / 8192 / 16384 / 32768 took 56 / 46 / 46
+    # / 54 s: bigger batches amortise the weights over more rows until rows that finished early but still ride
+    # along cost more; on a GPU, where decoding is memory-bound, raise it as far as memory allows (e.g. 65536 =
+    # 8 GiB of KV cache for Llama-8B). batch_size does not cap a budgeted batch. With a budget, greedy causal
+    # LMs also compute the prompt head that a language's rows share (chat template + instruction) once.
+    # 0 = the old way: input order, batch_size rows a batch, every prompt computed whole.
     max_batch_tokens: int = 8192
-    batch_size: int = 8
+    batch_size: int = 8  # rows a decoding batch when max_batch_tokens=0
     # Merge a LoRA adapter into the base weights while decoding (one matmul a layer instead of three); the
     # base weights are copied to host memory first and restored bit for bit after (Llama-8B: ~14 GiB of RAM).
     merge_lora: bool = True

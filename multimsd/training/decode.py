@@ -6,7 +6,8 @@ sorted by encoded input length, longest first (an out-of-memory shows in the fir
 a batch takes rows while ``rows * (longest input + max_new_tokens) <= eval.max_batch_tokens``: the size of
 the batch's KV cache at the end of decoding, the quantity that bounds memory. ``eval.max_batch_tokens=0``
 keeps the old way (input order, ``eval.batch_size`` rows a batch). Either way the outputs come back in input
-order (:func:`decode_batches`).
+order (:func:`decode_batches`). The causal kind also computes the prompt head a language's rows share only
+once (:func:`shared_prefix_lengths`, ``multimsd.training.kinds.causal.PromptHeads``).
 
 **LoRA** (:func:`merged_lora`). peft runs every adapted linear layer as the base matmul plus two small
 adapter matmuls; merged (``W + s·BA``) it is one matmul again. The model keeps training after the per-epoch
@@ -132,3 +133,24 @@ def merged_lora(model, enabled: bool = True) -> Iterator[None]:
                 p.data.copy_(copy)
             # The weights are the unmerged ones again: tell peft so, without its unmerge() arithmetic.
             m.merged_adapters.clear()
+
+
+def shared_prefix_lengths(ids: Sequence[Sequence[int]], groups: Sequence[object]) -> list[int]:
+    """Per row, how many leading tokens it shares with every other row of its group (e.g. the chat template
+    and the instruction of one language): the longest common prefix of the group, short of each row's last
+    token (a row needs one token of its own to compute). 0 for a row alone in its group."""
+    members: dict[object, list[int]] = {}
+    for k, g in enumerate(groups):
+        members.setdefault(g, []).append(k)
+    out = [0] * len(ids)
+    for idx in members.values():
+        if len(idx) < 2:
+            continue
+        first = ids[idx[0]]
+        n = min(len(ids[k]) for k in idx) - 1
+        p = 0
+        while p < n and all(ids[k][p] == first[p] for k in idx):
+            p += 1
+        for k in idx:
+            out[k] = p
+    return out

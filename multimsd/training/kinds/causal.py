@@ -6,8 +6,10 @@ learned. ``mode=icl`` (k-shot prompting, no training) is possible with this kind
 
 from __future__ import annotations
 
+import functools
+
 from multimsd.errors import MultimsdError
-from multimsd.training.decode import decode_batches
+from multimsd.training.decode import decode_batches, shared_prefix_lengths
 from multimsd.training.kinds.base import Tokenized, novel_flags, register_kind
 from multimsd.training.kinds.transformer import TransformerKind
 from multimsd.training.prompts import chat_messages
@@ -94,27 +96,140 @@ class CausalKind(TransformerKind):
             )
             for r in rows
         ]
-        lengths = [len(ids) for ids in tokenizer(prompts, add_special_tokens=False)["input_ids"]]
+        ids = tokenizer(prompts, add_special_tokens=False)["input_ids"]
+        gen_kw = {
+            "max_new_tokens": cfg.eval.max_new_tokens,
+            "do_sample": False,
+            "num_beams": cfg.eval.num_beams,
+            "pad_token_id": tokenizer.pad_token_id,
+        }
+        # The new path (a token budget), greedy: the prompt head a language's rows share (chat template and
+        # instruction: half the prompt tokens on the sample) is computed once and its KV cache reused.
+        share = cfg.eval.max_batch_tokens > 0 and cfg.eval.num_beams == 1
+        heads = PromptHeads(model, ids, [r["lang"] for r in rows] if share else None)
 
         def decode(idx: list[int]) -> list[str]:
-            enc = tokenizer(
-                [prompts[k] for k in idx], return_tensors="pt", padding=True, add_special_tokens=False
-            )
-            enc = {n: t.to(model.device) for n, t in enc.items()}
-            gen = model.generate(
-                **enc,
-                max_new_tokens=cfg.eval.max_new_tokens,
-                do_sample=False,
-                num_beams=cfg.eval.num_beams,
-                pad_token_id=tokenizer.pad_token_id,
-            )
-            texts = tokenizer.batch_decode(gen[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
-            return [" ".join(t.split()) for t in texts]
+            new = heads.generate(idx, tokenizer.pad_token_id, gen_kw)
+            if new is None:  # nothing shared: today's path, the tokenizer pads the whole prompts
+                enc = tokenizer(
+                    [prompts[k] for k in idx], return_tensors="pt", padding=True, add_special_tokens=False
+                )
+                enc = {n: t.to(model.device) for n, t in enc.items()}
+                new = model.generate(**enc, **gen_kw)[:, enc["input_ids"].shape[1] :]
+            return [" ".join(t.split()) for t in tokenizer.batch_decode(new, skip_special_tokens=True)]
 
         side = tokenizer.padding_side
         # decoder-only: pad on the left so every prompt ends where generation starts
         tokenizer.padding_side = "left"
         try:
-            return decode_batches(lengths, cfg.eval, decode)
+            return decode_batches([len(i) for i in ids], cfg.eval, decode)
         finally:
             tokenizer.padding_side = side
+
+
+class PromptHeads:
+    """Prompt heads shared within a group of rows, computed once and decoded from their KV cache.
+
+    Row ``k`` shares its first ``lengths[k]`` tokens with the other rows of ``groups[k]`` (``groups=None``:
+    nothing is shared). A batch is laid out as ``[pad… head | pad… tail]``: the head part comes from the cache
+    (each row's head right-aligned, the pads masked), ``generate`` computes the tails. Positions follow the
+    attention mask, so every token sits where it sits in the unpadded prompt: the same decoding as the whole
+    prompts, left-padded, less the repeated heads. A batch that mixes languages pads each head to the longest
+    one, so its cache can exceed ``eval.max_batch_tokens`` (counted on whole prompts) by the difference.
+    """
+
+    def __init__(self, model, ids: list[list[int]], groups: list | None) -> None:
+        self.model, self.ids, self.groups = model, ids, groups
+        self.lengths = shared_prefix_lengths(ids, groups) if groups else [0] * len(ids)
+        self.kv: dict = {}  # group -> per layer (keys, values) of its head, [1, heads, length, dim]
+
+    def _head(self, k: int):
+        g = self.groups[k]
+        if g not in self.kv:
+            import torch
+            from transformers.cache_utils import DynamicCache
+
+            try:
+                from transformers.cache_utils import DynamicLayer
+            except ImportError:  # transformers < 4.54 has no cache layers to splice: whole prompts
+                self.kv[g] = None
+                return None
+            kw = {"logits_to_keep": 1} if accepts_logits_to_keep(self.model) else {}
+            head = torch.tensor([self.ids[k][: self.lengths[k]]], device=self.model.device)
+            cache = self.model(input_ids=head, use_cache=True, **kw).past_key_values
+            plain = type(cache) is DynamicCache and all(type(layer) is DynamicLayer for layer in cache.layers)
+            # A sliding-window or hybrid cache cannot be spliced like this: such a model decodes whole prompts.
+            self.kv[g] = [(layer.keys, layer.values) for layer in cache.layers] if plain else None
+        return self.kv[g]
+
+    def generate(self, idx: list[int], pad: int, gen_kw: dict):
+        """The new tokens of rows ``idx`` (``[rows, steps]``), or None when none of them has a shared head."""
+        import torch
+        from transformers.cache_utils import DynamicCache
+
+        heads = [self._head(k) if self.lengths[k] else None for k in idx]
+        if not any(heads):
+            return None
+        cut = [self.lengths[k] if h else 0 for k, h in zip(idx, heads)]
+        tails = [self.ids[k][c:] for k, c in zip(idx, cut)]
+        width, rest = max(cut), max(len(t) for t in tails)
+        rows, mask = [], []
+        for k, c, t in zip(idx, cut, tails):
+            rows.append([pad] * (width - c) + self.ids[k][:c] + [pad] * (rest - len(t)) + t)
+            mask.append([0] * (width - c) + [1] * c + [0] * (rest - len(t)) + [1] * len(t))
+        model = self.model
+        some = next(h for h in heads if h)
+        capacity = width + rest + gen_kw["max_new_tokens"]
+        ReservedLayer = _reserved_layer_class()  # noqa: N806  (a class, built once on first use)
+        cache = DynamicCache()
+        for n, (k0, _) in enumerate(some):
+            layer = ReservedLayer(len(idx), k0.shape[1], capacity, k0.shape[3], k0)
+            for i, (c, h) in enumerate(zip(cut, heads)):
+                if h:
+                    layer.reserve[0][i, :, width - c : width] = h[n][0][0]
+                    layer.reserve[1][i, :, width - c : width] = h[n][1][0]
+            layer.use(width)
+            cache.layers.append(layer)
+        gen = model.generate(
+            input_ids=torch.tensor(rows, device=model.device),
+            attention_mask=torch.tensor(mask, device=model.device),
+            past_key_values=cache,
+            **gen_kw,
+        )
+        return gen[:, width + rest :]
+
+
+@functools.cache
+def _reserved_layer_class():
+    """The class below, defined on first use: importing this module must not import transformers."""
+    from transformers.cache_utils import DynamicLayer
+
+    class ReservedLayer(DynamicLayer):
+        """A KV cache layer written in place into storage reserved for the whole decode.
+
+        transformers' DynamicLayer concatenates every new token to its keys and values, which copies the whole
+        cache each step (a third of a decoding step of a batch of 32 on a CPU); this one writes the new token
+        into its reserve and hands out a view of the filled part, the same values. Past the reserve it
+        concatenates like its parent.
+        """
+
+        def __init__(self, rows: int, heads: int, capacity: int, dim: int, like) -> None:
+            super().__init__()
+            keys = like.new_zeros(rows, heads, capacity, dim)
+            self.reserve = (keys, keys.clone())
+            self.dtype, self.device, self.is_initialized = like.dtype, like.device, True
+
+        def use(self, length: int) -> None:
+            self.keys, self.values = (t[:, :, :length] for t in self.reserve)
+
+        def update(self, key_states, value_states, *args, **kwargs):
+            n, m = self.keys.shape[-2], key_states.shape[-2]
+            if self.reserve is None or n + m > self.reserve[0].shape[-2]:
+                self.reserve = None  # from here on the parent's concatenation
+                return super().update(key_states, value_states, *args, **kwargs)
+            self.reserve[0][:, :, n : n + m] = key_states
+            self.reserve[1][:, :, n : n + m] = value_states
+            self.use(n + m)
+            return self.keys, self.values
+
+    return ReservedLayer
