@@ -35,7 +35,8 @@ def read_lines(path: str | Path, what: str) -> list[str]:
     if not p.is_file():
         raise MultimsdError(f"{what} is not a file: {p}")
     data = p.read_bytes()
-    if not data.strip():
+    # Zero bytes is no rows; blank lines are rows (a model may well output nothing for a sentence).
+    if not data:
         raise MultimsdError(f"{p}: empty file ({what})")
     try:
         text = data.decode("utf-8")

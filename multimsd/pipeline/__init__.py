@@ -1,0 +1,1 @@
+"""``multimsd run``: the whole pipeline (align → train → evaluate → report) in one command."""

@@ -1,0 +1,118 @@
+"""What a run remembers about its stages: a fingerprint of each stage's resolved config, and the files it wrote.
+
+``<run>/.stages/<stage>.json`` is written (atomically) when a stage finishes: its fingerprint (a hash of the
+stage's resolved config and of the fingerprints of the stages it reads from, so a change upstream re-runs
+everything downstream), its seconds, and a manifest of its output files (size + sha256). A re-run skips a
+stage only when the fingerprint is unchanged **and** every listed file is still there with the same bytes:
+a truncated or edited output is reported and the stage runs again; nothing is trusted on its name alone.
+
+``<run>/.stages/<stage>.started.json`` holds the fingerprint of a stage that began and did not finish. The
+same fingerprint on the next run means: continue (the training stage resumes from its last checkpoint);
+another one means the partial outputs belong to another config and are removed first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+STAGES_DIR = ".stages"
+
+
+def fingerprint(config: Any, *upstream: str) -> str:
+    """sha256 of a stage's resolved config (JSON, sorted keys) and its upstream stages' fingerprints."""
+    h = hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode())
+    for up in upstream:
+        h.update(up.encode())
+    return h.hexdigest()
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def manifest(root: Path, skip: tuple[str, ...] = ()) -> dict[str, list]:
+    """Every regular file under ``root`` (relative path -> [size, sha256]), minus the top-level names in ``skip``."""
+    out = {}
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root)
+        if p.is_file() and not p.is_symlink() and rel.parts[0] not in skip:
+            out[rel.as_posix()] = [p.stat().st_size, sha256_file(p)]
+    return out
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write JSON to a temporary sibling, fsync it, then rename: a reader sees the old file or the whole new one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=1, ensure_ascii=False, default=str)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_json(path: Path) -> Any | None:
+    """The JSON in ``path``, or None when it is missing or not valid JSON (a torn write of an older version)."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+class StageRecords:
+    """The ``.stages/`` directory of one run."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.dir = run_dir / STAGES_DIR
+
+    def _path(self, stage: str, suffix: str = "") -> Path:
+        return self.dir / f"{stage.replace('/', '__')}{suffix}.json"
+
+    def done(self, stage: str, fp: str, outputs: Path, skip: tuple[str, ...] = ()) -> bool:
+        """True when ``stage`` finished with fingerprint ``fp`` and its outputs are intact."""
+        rec = read_json(self._path(stage))
+        if not rec or rec.get("fingerprint") != fp:
+            return False
+        for rel, (size, digest) in rec.get("files", {}).items():
+            p = outputs / rel
+            if not p.is_file() or p.stat().st_size != size or sha256_file(p) != digest:
+                logger.warning(
+                    "%s: %s is missing or changed since the stage finished: running it again", stage, p
+                )
+                return False
+        return True
+
+    def started(self, stage: str) -> str | None:
+        rec = read_json(self._path(stage, ".started"))
+        return rec.get("fingerprint") if rec else None
+
+    def mark_started(self, stage: str, fp: str) -> None:
+        self._path(stage).unlink(missing_ok=True)  # no longer finished: its outputs are about to change
+        write_json_atomic(self._path(stage, ".started"), {"fingerprint": fp})
+
+    def mark_done(
+        self, stage: str, fp: str, outputs: Path, seconds: float, skip: tuple[str, ...] = ()
+    ) -> None:
+        files = manifest(outputs, skip) if outputs.is_dir() else {}
+        write_json_atomic(self._path(stage), {"fingerprint": fp, "seconds": seconds, "files": files})
+        self._path(stage, ".started").unlink(missing_ok=True)
+
+    def seconds(self, stage: str) -> float | None:
+        rec = read_json(self._path(stage))
+        return rec.get("seconds") if rec else None

@@ -1,0 +1,383 @@
+"""``multimsd run``: align → (gold) → train / prompt every system → evaluate → report, in one run directory.
+
+Read top to bottom, this is the pipeline:
+
+1. check that the run directory can be written, before any work (and that it is ours, if it exists);
+2. compose each stage's config from its own YAML (``conf/align.yaml``, ``conf/train.yaml``,
+   ``conf/evaluate.yaml``) and the run's overrides, so a misspelt key fails here, before anything runs;
+3. run the stages in order. A stage whose fingerprint (its resolved config + its upstream fingerprints) is
+   unchanged and whose outputs are intact is skipped (:mod:`multimsd.pipeline.records`); a stage that began
+   with the same fingerprint and did not finish continues (training resumes from its last checkpoint); a stage
+   whose config changed runs again from scratch, and so does everything after it.
+
+The run directory::
+
+    <run>/align/                 align.py's DatasetDict (+ stats.json: the corpus statistics)
+    <run>/align/gold/            align.py mode=gold: P/R/F1 and the θ curve (when ``gold=true``)
+    <run>/systems/<name>/        train.py's output_dir per trained / prompted system (predictions/test/…)
+    <run>/evaluation/            evaluate.py's results.json, table.md, scores.png
+    <run>/run.json               what ran, with which config, where its results are, how long each stage took
+    <run>/results.json           per system and language: SARI / BLEU / FKGL with their CIs, the comparisons
+    <run>/report.html, report.md the report
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from multimsd.errors import MultimsdError
+from multimsd.pipeline.config import SYSTEM_KINDS, RunConfig
+from multimsd.pipeline.records import StageRecords, fingerprint, read_json, write_json_atomic
+
+logger = logging.getLogger("multimsd.pipeline")
+
+CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
+RUN_MARKER = "run.json"
+
+
+@dataclass
+class Stage:
+    """One step of the plan: its name, resolved config, fingerprint, output directory and how to run it."""
+
+    name: str
+    config: DictConfig | None
+    fp: str
+    out: Path
+    kind: str  # align | gold | train | evaluate
+    system: str | None = None
+    info: dict = field(default_factory=dict)
+
+
+# ------------------------------------------------------------------------------------------- config
+def conf_dir() -> Path:
+    if not (CONF_DIR / "pipeline" / "run.yaml").is_file():
+        raise MultimsdError(
+            f"cannot find multimsd's configs in {CONF_DIR}: install the repository with `pip install -e .`"
+        )
+    return CONF_DIR
+
+
+def compose(config_name: str, overrides: list[str], config_dir: Path | None = None) -> DictConfig:
+    """A config composed by Hydra as the entry point would (schemas registered, ``hydra`` node dropped)."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    register_schemas()
+    GlobalHydra.instance().clear()
+    where = config_dir or conf_dir()
+    try:
+        with initialize_config_dir(version_base="1.3", config_dir=str(where), job_name="multimsd_run"):
+            return hydra_compose(config_name=config_name, overrides=list(overrides))
+    except (HydraException, OmegaConfBaseException) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise MultimsdError(f"{config_name} config: {first}") from None
+    finally:
+        GlobalHydra.instance().clear()
+
+
+def register_schemas() -> None:
+    from hydra.core.config_store import ConfigStore
+
+    from multimsd.config import register_configs
+    from multimsd.pipeline.config import register_run_config
+    from multimsd.training.config import TrainConfig
+
+    register_configs()
+    register_run_config()
+    ConfigStore.instance().store(name="train_schema", node=TrainConfig)
+
+
+def expand_systems(cfg: RunConfig | DictConfig) -> dict[str, dict]:
+    """The systems of the run, each train system once per sweep value: name -> {kind, train, label, sweep}."""
+    systems = dict(cfg.systems)
+    if not systems:
+        raise MultimsdError("systems: empty; name at least one system (e.g. systems.copy.kind=copy)")
+    param, values = cfg.sweep.parameter, list(cfg.sweep["values"])
+    if param and not values:
+        raise MultimsdError(f"sweep.parameter={param} needs sweep.values (e.g. sweep.values=[1,4])")
+    out: dict[str, dict] = {}
+    for name, sc in systems.items():
+        if sc.kind not in SYSTEM_KINDS:
+            raise MultimsdError(f"systems.{name}.kind={sc.kind!r}: choose one of {', '.join(SYSTEM_KINDS)}")
+        if not name.replace("_", "").replace("-", "").isalnum():
+            raise MultimsdError(f"systems.{name}: use letters, digits, '_' and '-' in system names")
+        base = {"kind": sc.kind, "train": list(sc.train), "label": sc.label or name, "sweep": None}
+        if sc.kind == "train" and param:
+            short = param.rsplit(".", 1)[-1]
+            for v in values:
+                out[f"{name}_{short}{v}"] = {
+                    **base,
+                    "train": [*base["train"], f"{param}={v}"],
+                    "label": f"{base['label']}, {short}={v}",
+                    "sweep": v,
+                }
+        else:
+            out[name] = base
+    return out
+
+
+def plan(cfg: RunConfig | DictConfig, run_dir: Path) -> list[Stage]:
+    """Every stage's resolved config and fingerprint; composing them all first makes a typo fail before work."""
+    from multimsd import __version__
+
+    stages: list[Stage] = []
+    align_cfg = compose("align", [*cfg.align, f"output.dir={run_dir / 'align'}", "mode=align"])
+    align_fp = fingerprint([__version__, OmegaConf.to_container(align_cfg, resolve=True)])
+    stages.append(Stage("align", align_cfg, align_fp, run_dir / "align", "align"))
+    if cfg.gold:
+        gold_cfg = compose(
+            "align", [*cfg.align, "mode=gold", f"gold.report_dir={run_dir / 'align' / 'gold'}"]
+        )
+        # Gold mode reads the gold data, not the alignment output: its own fingerprint.
+        gold_fp = fingerprint([__version__, OmegaConf.to_container(gold_cfg, resolve=True)])
+        stages.append(Stage("gold", gold_cfg, gold_fp, run_dir / "align" / "gold", "gold"))
+
+    systems = expand_systems(cfg)
+    for name, sys_cfg in systems.items():
+        if sys_cfg["kind"] == "copy":
+            continue
+        out = run_dir / "systems" / name
+        overrides = [*cfg.train, *sys_cfg["train"], f"data.path={run_dir / 'align'}", f"output_dir={out}"]
+        if sys_cfg["kind"] == "icl":
+            overrides.append("mode=icl")
+        train_cfg = compose("train", overrides)
+        fp = fingerprint([__version__, OmegaConf.to_container(train_cfg, resolve=True)], align_fp)
+        stages.append(Stage(f"train/{name}", train_cfg, fp, out, "train", name, sys_cfg))
+
+    trained = [s for s in stages if s.kind == "train"]
+    if trained:
+        refs = trained[0].out / "predictions" / "test" / "references.jsonl"
+        refs_overrides = [f"refs.path={refs}"]
+    else:
+        refs_overrides = [f"refs.path={run_dir / 'align'}", "refs.split=test"]
+    eval_overrides = ["~systems.identity", *refs_overrides]
+    for name, sys_cfg in systems.items():
+        pred = (
+            "@identity"
+            if sys_cfg["kind"] == "copy"
+            else str(run_dir / "systems" / name / "predictions" / "test")
+        )
+        eval_overrides.append(f"systems.{name}={pred}")
+    eval_overrides += [*cfg.evaluate, f"output.dir={run_dir / 'evaluation'}"]
+    eval_cfg = compose("evaluate", eval_overrides)
+    eval_fp = fingerprint(
+        [__version__, OmegaConf.to_container(eval_cfg, resolve=True)], align_fp, *(s.fp for s in trained)
+    )
+    stages.append(Stage("evaluate", eval_cfg, eval_fp, run_dir / "evaluation", "evaluate", info=systems))
+    return stages
+
+
+# ------------------------------------------------------------------------------------------- checks
+def check_run_dir(run_dir: Path) -> None:
+    """One line, before any work, when the run directory cannot be written or is someone else's directory."""
+    probe = run_dir
+    while not probe.exists():
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if not probe.is_dir():
+        raise MultimsdError(f"dir={run_dir}: {probe} is not a directory; cannot write the run there")
+    import tempfile
+
+    try:
+        with tempfile.TemporaryFile(dir=probe):
+            pass
+    except OSError as e:
+        raise MultimsdError(f"dir={run_dir}: cannot write in {probe} ({e.strerror or e})") from None
+    if (
+        run_dir.is_dir()
+        and any(run_dir.iterdir())
+        and not (run_dir / StageRecords(run_dir).dir.name).exists()
+    ):
+        raise MultimsdError(
+            f"dir={run_dir} exists and is not a multimsd run directory; refusing to write into it"
+        )
+
+
+# ------------------------------------------------------------------------------------------- stages
+def run_stage(stage: Stage) -> dict:
+    """Run one stage in this process through its importable ``run(cfg)``."""
+    if stage.kind == "align" or stage.kind == "gold":
+        from multimsd.alignment.stage import run as align_run
+
+        return align_run(stage.config)
+    if stage.kind == "train":
+        from multimsd.training.loop import run as train_run
+
+        return train_run(stage.config)
+    if stage.kind == "evaluate":
+        from multimsd.evaluation.stage import run as evaluate_run
+
+        return evaluate_run(stage.config)
+    raise AssertionError(stage.kind)
+
+
+def check_same_references(stages: list[Stage]) -> None:
+    """Every system must have been scored on the same test rows, or the report would compare apples and pears."""
+    trained = [s for s in stages if s.kind == "train"]
+    files = {s.name: (s.out / "predictions" / "test" / "references.jsonl") for s in trained}
+    texts = {n: p.read_bytes() for n, p in files.items()}
+    first = next(iter(texts), None)
+    for name, text in texts.items():
+        if text != texts[first]:
+            raise MultimsdError(
+                f"{name} predicted other test rows than {first} (data.languages / data.max_eval_examples "
+                "differ): put those settings in the run's `train` overrides, not a system's"
+            )
+
+
+def execute(stages: list[Stage], records: StageRecords, run_dir: Path) -> dict[str, dict]:
+    """Run (or skip) every stage in order; a stage after one that ran is never skipped."""
+    status: dict[str, dict] = {}
+    for i, stage in enumerate(stages, 1):
+        head = f"[{i}/{len(stages)}] {stage.name}"
+        if records.done(stage.name, stage.fp, stage.out):
+            logger.info("%s: unchanged, skipped (%s)", head, stage.out)
+            status[stage.name] = {"ran": False, "seconds": records.seconds(stage.name)}
+            continue
+        started = records.started(stage.name)
+        if stage.out.exists() and started != stage.fp:
+            # Partial or finished outputs of another config: the training loop would refuse its checkpoints.
+            logger.info("%s: config changed, removing %s", head, stage.out)
+            shutil.rmtree(stage.out)
+        elif started == stage.fp:
+            logger.info("%s: continuing an unfinished run", head)
+        if stage.kind == "evaluate":
+            check_same_references(stages)
+        logger.info("%s: running", head)
+        records.mark_started(stage.name, stage.fp)
+        t0 = time.perf_counter()
+        run_stage(stage)
+        seconds = time.perf_counter() - t0
+        # Checkpoints are the training loop's own business (it verifies them): the manifest covers results.
+        records.mark_done(stage.name, stage.fp, stage.out, seconds, skip=("checkpoints", "gold"))
+        status[stage.name] = {"ran": True, "seconds": seconds}
+        logger.info("%s: done in %.1f s", head, seconds)
+    return status
+
+
+# ------------------------------------------------------------------------------------------- results
+def write_run_files(
+    cfg: DictConfig, run_dir: Path, stages: list[Stage], status: dict, argv: list[str]
+) -> dict:
+    """``run.json`` (what the report reads) and ``results.json`` (the numbers, with their intervals)."""
+    systems = next(s.info for s in stages if s.kind == "evaluate")
+    rel = lambda p: p.relative_to(run_dir).as_posix()  # noqa: E731
+    trained = [s for s in stages if s.kind == "train"]
+    run_info = {
+        "name": cfg.name or run_dir.name,
+        "created": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "command": " ".join(["multimsd", "run", *argv]),
+        "config": OmegaConf.to_container(cfg, resolve=True),
+        "timings": {name: st["seconds"] for name, st in status.items()},
+        "align": {
+            "stats": "align/stats.json",
+            "gold": "align/gold/gold_results.json" if cfg.gold else None,
+        },
+        "references": rel(trained[0].out / "predictions" / "test" / "references.jsonl") if trained else None,
+        "evaluation": "evaluation/results.json",
+        "systems": {},
+        "sweep": None,
+    }
+    for name, sc in systems.items():
+        out = run_dir / "systems" / name
+        run_info["systems"][name] = {
+            "kind": sc["kind"],
+            "label": sc["label"],
+            "theta": _theta(stages, name),
+            "predictions": None if sc["kind"] == "copy" else rel(out / "predictions" / "test"),
+            "train_results": rel(out / "all_results.json") if sc["kind"] == "train" else None,
+        }
+    swept = [n for n, sc in systems.items() if sc["sweep"] is not None]
+    if swept:
+        run_info["sweep"] = {"parameter": cfg.sweep.parameter, "systems": swept}
+    write_json_atomic(run_dir / RUN_MARKER, run_info)
+
+    evaluation = read_json(run_dir / "evaluation" / "results.json") or {}
+    keep = ("n_sentences", "sari", "bleu", "fkgl", "ci")
+    results = {
+        "run": run_info["name"],
+        "languages": evaluation.get("languages"),
+        "bootstrap": evaluation.get("bootstrap"),
+        "systems": {
+            s: {lang: {k: v for k, v in scores.items() if k in keep} for lang, scores in per_lang.items()}
+            for s, per_lang in evaluation.get("systems", {}).items()
+        },
+        "comparisons": evaluation.get("comparisons", []),
+        "ranking": evaluation.get("ranking"),
+        "timings": run_info["timings"],
+    }
+    write_json_atomic(run_dir / "results.json", results)
+    return results
+
+
+def _theta(stages: list[Stage], system: str) -> float | None:
+    for s in stages:
+        if s.system == system and s.config is not None:
+            return float(s.config.loss.theta) if s.config.get("mode") != "icl" else None
+    return None
+
+
+def build_report(run_dir: Path) -> dict | None:
+    """report.html + report.md from the run's result files (:mod:`multimsd.report`)."""
+    try:
+        from multimsd.report import build_report as build
+    except ImportError:  # the report stage is not part of this build
+        logger.warning("report: multimsd.report is not available; results.json and evaluation/table.md only")
+        return None
+    return build(run_dir)
+
+
+# ------------------------------------------------------------------------------------------- run
+def run(cfg: RunConfig | DictConfig | dict, argv: list[str] | None = None) -> dict:
+    """The whole pipeline; returns results.json's content (plus where the report is)."""
+    cfg = cfg if isinstance(cfg, DictConfig) else OmegaConf.structured(cfg)
+    run_dir = Path(cfg.dir).resolve()
+    check_run_dir(run_dir)
+    stages = plan(cfg, run_dir)  # every config composed: a typo in any stage fails here
+    run_dir.mkdir(parents=True, exist_ok=True)
+    records = StageRecords(run_dir)
+    records.dir.mkdir(exist_ok=True)
+    t0 = time.perf_counter()
+    status = execute(stages, records, run_dir)
+    results = write_run_files(cfg, run_dir, stages, status, argv if argv is not None else sys.argv[2:])
+    if cfg.report:
+        t_report = time.perf_counter()
+        report = build_report(run_dir)
+        if report is not None:
+            status["report"] = {"ran": True, "seconds": time.perf_counter() - t_report}
+            results["report"] = {k: str(v) for k, v in report.items() if k in ("html", "md")}
+    results["seconds"] = time.perf_counter() - t0
+    results["dir"] = str(run_dir)
+    return results
+
+
+def summary_lines(results: dict) -> list[str]:
+    """What the command prints at the end: per system and language SARI [CI] / BLEU, and where things are."""
+    lines = []
+    for system, per_lang in results.get("systems", {}).items():
+        for lang, s in per_lang.items():
+            ci = (s.get("ci") or {}).get("sari")
+            ci_txt = f" [{ci[0]:.1f}, {ci[1]:.1f}]" if ci else ""
+            lines.append(
+                f"  {system:28s} {lang:>3s}  SARI {s.get('sari', float('nan')):6.2f}{ci_txt}  "
+                f"BLEU {s.get('bleu', float('nan')):6.2f}  n={s.get('n_sentences')}"
+            )
+    report: Any = results.get("report") or {}
+    lines.append(f"run directory: {results['dir']}")
+    lines.append(f"results: {Path(results['dir']) / 'results.json'}")
+    if report.get("html"):
+        lines.append(f"report: {report['html']}")
+    return lines

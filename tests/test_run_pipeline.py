@@ -1,0 +1,207 @@
+"""``multimsd run``: the pipeline end to end on tiny models, re-runs that skip what is unchanged, bad input that
+fails before any work, and SIGKILL at several points followed by the same command (same final numbers)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from multimsd.pipeline.cli import route
+
+# Tiny run (conf/pipeline/debug/tiny.yaml) with a training long enough to be killed between checkpoints (6 steps, a checkpoint every 2).
+TINY = ["debug=tiny", "train.optim.max_steps=6", "train.checkpoint_every=2"]
+
+
+def cmd(run_dir: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "multimsd.pipeline.cli", "run", *TINY, f"dir={run_dir}", *extra]
+
+
+def multimsd(run_dir: Path, *extra: str, timeout: int = 600) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd(run_dir, *extra), capture_output=True, text=True, timeout=timeout)
+
+
+def numbers(run_dir: Path) -> dict:
+    """What must not depend on interruptions: the scores, and every trained system's losses."""
+    results = json.loads((run_dir / "results.json").read_text())
+    out = {"systems": results["systems"], "losses": {}}
+    for d in sorted((run_dir / "systems").iterdir()):
+        res = json.loads((d / "all_results.json").read_text())
+        out["losses"][d.name] = [
+            (h.get("step"), h.get("loss"), h.get("val_loss")) for h in res.get("history", [])
+        ]
+        out["losses"][d.name + "/test"] = res.get("test")
+    return out
+
+
+def skipped(proc: subprocess.CompletedProcess) -> list[str]:
+    return [
+        ln.split("] ", 1)[1].split(":")[0] for ln in proc.stderr.splitlines() if "unchanged, skipped" in ln
+    ]
+
+
+def ran(proc: subprocess.CompletedProcess) -> list[str]:
+    return [ln.split("] ", 1)[1].split(":")[0] for ln in proc.stderr.splitlines() if ln.endswith(": running")]
+
+
+def test_route_sends_stage_keys_to_their_stage():
+    own, staged = route(
+        ["dir=x", "align.aligner.threshold=0.6", "+train.foo=1", "~evaluate.systems.identity", "gold=false"]
+    )
+    assert own == ["dir=x", "gold=false"]
+    assert staged == {
+        "align": ["aligner.threshold=0.6"],
+        "train": ["+foo=1"],
+        "evaluate": ["~systems.identity"],
+    }
+
+
+@pytest.fixture(scope="module")
+def reference_run(tmp_path_factory) -> Path:
+    """One uninterrupted tiny run; the tests below compare against it."""
+    run_dir = tmp_path_factory.mktemp("pipeline") / "ref"
+    proc = multimsd(run_dir)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return run_dir
+
+
+def test_run_writes_every_stage_and_results(reference_run):
+    d = reference_run
+    assert (d / "align" / "dataset_dict.json").is_file() and (d / "align" / "stats.json").is_file()
+    systems = {"smollm2_0shot", "smollm2_lora_theta1", "smollm2_lora_theta4"}
+    assert {p.name for p in (d / "systems").iterdir()} == systems
+    for s in systems:
+        assert (d / "systems" / s / "predictions" / "test" / "en.txt").is_file()
+    results = json.loads((d / "results.json").read_text())
+    assert set(results["systems"]) == systems | {"copy"}
+    evaluation = json.loads((d / "evaluation" / "results.json").read_text())
+    # results.json carries the evaluation's numbers unchanged
+    assert results["systems"]["copy"]["en"]["sari"] == evaluation["systems"]["copy"]["en"]["sari"]
+    run = json.loads((d / "run.json").read_text())
+    assert run["systems"]["smollm2_lora_theta4"]["theta"] == 4.0
+    assert run["sweep"] == {
+        "parameter": "loss.theta",
+        "systems": ["smollm2_lora_theta1", "smollm2_lora_theta4"],
+    }
+    assert set(run["timings"]) >= {"align", "evaluate", "train/smollm2_lora_theta1"}
+    # θ reached the training: the weighted loss differs between the two settings
+    trained = ("smollm2_lora_theta1", "smollm2_lora_theta4")
+    hist = {s: json.loads((d / "systems" / s / "all_results.json").read_text())["history"] for s in trained}
+    first = {s: next(h["loss"] for h in hist[s] if "step" in h) for s in trained}
+    assert first["smollm2_lora_theta4"] > first["smollm2_lora_theta1"] * 1.5
+
+
+def test_rerun_skips_unchanged_and_reruns_downstream_of_a_change(reference_run, tmp_path):
+    import shutil
+
+    d = tmp_path / "copy"
+    shutil.copytree(reference_run, d, symlinks=True)
+    # The run directory's path is part of every stage config (output dirs): a copy re-runs; so run it once.
+    first = multimsd(d)
+    assert first.returncode == 0, first.stderr[-2000:]
+    again = multimsd(d)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert ran(again) == [] and len(skipped(again)) == 5
+    before = numbers(d)
+    # a changed evaluation setting re-runs the evaluation only
+    ev = multimsd(d, "evaluate.metrics.lowercase=false")
+    assert ev.returncode == 0, ev.stderr[-2000:]
+    assert ran(ev) == ["evaluate"] and "align" in skipped(ev)
+    # a changed training setting of one system re-runs that system and the evaluation
+    tr = multimsd(d, "evaluate.metrics.lowercase=false", "systems.smollm2_lora.train.optim.lr=0.01")
+    assert tr.returncode == 0, tr.stderr[-2000:]
+    assert ran(tr) == ["train/smollm2_lora_theta1", "train/smollm2_lora_theta4", "evaluate"]
+    assert numbers(d)["losses"]["smollm2_lora_theta1"] != before["losses"]["smollm2_lora_theta1"]
+    # an output changed behind the run's back is detected and rebuilt, never used
+    res = d / "evaluation" / "results.json"
+    res.write_text(res.read_text().replace('"sari"', '"sarI"', 1))
+    fix = multimsd(d, "evaluate.metrics.lowercase=false", "systems.smollm2_lora.train.optim.lr=0.01")
+    assert fix.returncode == 0 and ran(fix) == ["evaluate"], fix.stderr[-2000:]
+    assert "changed since the stage finished" in fix.stderr
+    assert '"sarI"' not in res.read_text()
+
+
+def wait_then_kill(proc: subprocess.Popen, ready, timeout: float = 300) -> bool:
+    """SIGKILL ``proc`` (and its children) as soon as ``ready()``; False when it finished first."""
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        if ready():
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            return True
+        if proc.poll() is not None:
+            return False
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGKILL)
+    raise AssertionError("kill point not reached in time")
+
+
+def test_sigkill_at_three_points_then_same_numbers(reference_run, tmp_path):
+    d = tmp_path / "killed"
+    stages = d / ".stages"
+    ckpt = d / "systems" / "smollm2_lora_theta1" / "checkpoints"
+    points = {
+        "training the first system (alignment finished)": lambda: (stages / "align.json").exists(),
+        "between checkpoints of a training run": lambda: ckpt.is_dir() and any(ckpt.glob("step_*")),
+        "evaluating (every system finished)": lambda: (stages / "evaluate.started.json").exists(),
+    }
+    killed = []
+    for name, ready in points.items():
+        proc = subprocess.Popen(
+            cmd(d), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+        )
+        if wait_then_kill(proc, ready):
+            killed.append(name)
+            assert not (d / "results.json").exists() or name.startswith("evaluating")
+    assert len(killed) >= 2, f"the run finished before these kill points: {set(points) - set(killed)}"
+    final = multimsd(d)
+    assert final.returncode == 0, final.stderr[-3000:]
+    assert "align" in skipped(final)  # finished stages are not redone
+    assert numbers(d) == numbers(reference_run)
+
+
+def test_bad_input_fails_in_one_line_before_any_work(tmp_path):
+    cases = {
+        "typo in a stage key": (["train.optim.lrr=1"], "train config"),
+        "unknown run key": (["colour=red"], "run config"),
+        "unknown system kind": (["systems.copy.kind=magic"], "systems.copy.kind"),
+        "training override of an unknown system": (["systems.nope.train.optim.lr=1"], "systems.nope"),
+        "unwritable run dir": (["dir=/proc/no/run"], "cannot write"),
+        "run dir under a file": ([f"dir={tmp_path / 'f.txt' / 'run'}"], "not a directory"),
+    }
+    (tmp_path / "f.txt").write_text("x")
+    for what, (extra, message) in cases.items():
+        d = tmp_path / "run"
+        args = [sys.executable, "-m", "multimsd.pipeline.cli", "run", "debug=tiny", f"dir={d}", *extra]
+        t0 = time.time()
+        proc = subprocess.run(args, capture_output=True, text=True, timeout=120)
+        lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+        assert proc.returncode == 2, (what, proc.stderr[-2000:])
+        assert len(lines) == 1 and lines[0].startswith("error:") and message in lines[0], (what, lines)
+        assert not d.exists(), what
+        assert time.time() - t0 < 60, what
+    # a directory that is not a run directory is not written into
+    other = tmp_path / "mine"
+    other.mkdir()
+    (other / "thesis.tex").write_text("x")
+    proc = subprocess.run(
+        [sys.executable, "-m", "multimsd.pipeline.cli", "run", "debug=tiny", f"dir={other}"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2 and "not a multimsd run directory" in proc.stderr
+    assert sorted(p.name for p in other.iterdir()) == ["thesis.tex"]
+
+
+def test_console_script_is_installed():
+    exe = Path(sys.executable).with_name("multimsd")
+    assert exe.is_file(), "pip install -e . installs the multimsd command"
+    out = subprocess.run([str(exe), "run", "--help"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "multimsd run" in out.stdout and "align.KEY=VALUE" in out.stdout
