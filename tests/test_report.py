@@ -13,6 +13,7 @@ import pytest
 from multimsd.errors import MultimsdError
 from multimsd.report import build as build_module
 from multimsd.report import build_report
+from multimsd.report.charts import Series, line_chart
 
 SCRIPT = "<script>alert('x')</script>"
 
@@ -27,7 +28,7 @@ def _scores(sari: float, bleu: float, fkgl: float, terms: int, ci: float | None 
 
 SEPARABLE = {
     "a": "theta4", "b": "theta1", "lang": "en", "metric": "sari", "a_score": 44.44, "b_score": 33.33,
-    "diff": 11.11, "ci": [2.5, 19.75], "p_value": 0.004, "n_sentences": 3, "separable": True,
+    "diff": 11.11, "ci": [2.5, 19.75], "p_value": 0.0004, "n_sentences": 3, "separable": True,
 }  # fmt: skip
 OVERLAPPING = {
     "a": "theta4", "b": "theta1", "lang": "de", "metric": "sari", "a_score": 40.0, "b_score": 38.5,
@@ -162,7 +163,13 @@ def test_numbers_and_intervals_in_both_files(built):
         assert "SmolLM2 θ=4" in text and "copy baseline" in text
         assert "Medical-term types" in text and "Sweep over loss.theta" in text
         # paired comparisons: diff, CI, p-value
-        for s in ("11.11", "[2.50, 19.75]", "0.004", "[-6.25, 8.75]", "0.410"):
+        for s in (
+            "11.11",
+            "[2.50, 19.75]",
+            "&lt; 0.001" if text is html else "\\< 0.001",
+            "[-6.25, 8.75]",
+            "0.410",
+        ):
             assert s in text
 
 
@@ -209,7 +216,8 @@ def test_examples_escaped(built):
     run, _, html, md = built
     assert SCRIPT not in html and "<script" not in html.lower()
     assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in html
-    assert "<script" not in md and "Edema \\| swelling." in md
+    assert re.search(r"(?<!\\)<script", md) is None and "Edema \\| swelling." in md
+    assert "\\<script\\>alert('x')\\</script\\>" in md
     # outputs side by side: a trained system's line, the copy baseline's source, several references
     for text in (html, md):
         assert "theta4 en three" in text and "Die Therapie ist kompliziert." in text
@@ -280,6 +288,31 @@ def test_bad_input_one_line(tmp_path, damage, message):
         build_report(run)
     assert "\n" not in str(e.value)
     assert not (run / "report.html").exists()
+
+
+def test_unexpected_shape_one_line(tmp_path):
+    run = make_run(tmp_path)
+    res = json.loads((run / "evaluation/results.json").read_text())
+    res["systems"]["theta4"]["en"] = [1, 2]
+    (run / "evaluation/results.json").write_text(json.dumps(res))
+    with pytest.raises(MultimsdError, match="unexpected shape"):
+        build_report(run)
+
+
+def test_chart_is_robust():
+    svg = line_chart(
+        [
+            Series("a <b>", [(1.0, float("nan")), (2.0, 3.0)], [None, (2.0, float("inf"))]),
+            Series("empty", []),
+        ],
+        "title & more",
+        "θ",
+        "score",
+    )
+    assert "a &lt;b&gt;" in svg and "title &amp; more" in svg and "nan" not in svg.lower()
+    assert "empty" not in svg and "xmlns" not in svg
+    # one point sits in the middle of the plot, not on an edge
+    assert '<circle cx="280.0" cy="133.0"' in line_chart([Series("one", [(4.0, 40.0)])], "t", "x", "y")
 
 
 def test_missing_run_dir(tmp_path):

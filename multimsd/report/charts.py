@@ -24,10 +24,22 @@ class Series:
     markers: bool = True
 
 
+def _finite(s: Series) -> Series:
+    keep = [
+        i for i, (x, y) in enumerate(s.points) if x is not None and y is not None and math.isfinite(x + y)
+    ]
+    errors = None
+    if s.errors:
+        errors = [s.errors[i] if i < len(s.errors) else None for i in keep]
+        errors = [e if e and all(v is not None and math.isfinite(v) for v in e) else None for e in errors]
+    return Series(s.name, [s.points[i] for i in keep], errors, s.dashed, s.markers)
+
+
 def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
     """About ``n`` round tick values covering [lo, hi]."""
-    if hi <= lo:
-        hi = lo + 1.0
+    if hi <= lo:  # one value: centre it
+        pad = abs(lo) * 0.1 or 1.0
+        lo, hi = lo - pad, hi + pad
     raw = (hi - lo) / n
     mag = 10 ** math.floor(math.log10(raw))
     step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
@@ -50,6 +62,8 @@ def line_chart(
     series: list[Series], title: str, x_label: str, y_label: str, width: int = 520, height: int = 300
 ) -> str:
     """An SVG line chart of ``series`` with axes, ticks, grid and a legend under the plot."""
+    # a missing or non-finite score (NaN in a results file) is left out rather than breaking the axes
+    series = [_finite(s) for s in series]
     series = [s for s in series if s.points]
     left, right, top = 56, 16, 30
     legend_rows = math.ceil(len(series) / 3)

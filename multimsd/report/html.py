@@ -26,7 +26,8 @@ thead th.num { text-align: right; }
 tbody th { text-align: left; font-weight: 500; white-space: nowrap; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 td .ci { color: #5c6770; font-size: 0.85em; margin-left: 4px; }
-table.wide td { min-width: 14em; max-width: 30em; }
+table.wide td { min-width: 12em; max-width: 30em; }
+table.wide td.num { min-width: 0; width: 2em; }
 b { font-weight: 700; }
 .tables { display: flex; flex-wrap: wrap; gap: 0 36px; align-items: flex-start; }
 caption { white-space: nowrap; }

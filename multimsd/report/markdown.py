@@ -8,9 +8,10 @@ from multimsd.report.blocks import Cell, Chart, Paragraph, Preformatted, Section
 
 
 def _text(s: str) -> str:
-    """Cell text that cannot break the table: no pipe, no newline, no HTML (Markdown renders raw HTML)."""
+    """Text that cannot break a table or turn into HTML (Markdown renders raw HTML): one line, and
+    backslash escapes for the pipe and angle brackets."""
     s = " ".join(s.split())
-    return s.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+    return re.sub(r"([\\|<>])", r"\\\1", s)
 
 
 def _cell(c: Cell) -> str:
@@ -37,7 +38,7 @@ def _table(t: Table) -> list[str]:
 def render_markdown(title: str, sections: list[Section], footer: str) -> str:
     out = [f"# {_text(title)}", ""]
     for s in sections:
-        out += [f"## {s.title}", ""]
+        out += [f"## {_text(s.title)}", ""]
         for b in s.blocks:
             if isinstance(b, Paragraph):
                 out += [("> **Note.** " if b.note else "") + _text(b.text), ""]

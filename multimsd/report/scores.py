@@ -65,6 +65,12 @@ def score_section(run: Run) -> Section:
     return sec
 
 
+def p_value(p: float | None) -> str:
+    if p is None:
+        return "–"
+    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+
+
 def comparison_blocks(run: Run) -> list:
     comps = run.evaluation.get("comparisons")
     if not comps:
@@ -93,7 +99,7 @@ def comparison_blocks(run: Run) -> list:
                 Cell(num(c.get("a_score")), num=True),
                 Cell(num(c.get("b_score")), num=True),
                 Cell(num(c.get("diff")), num=True, ci=interval(ci)),
-                Cell("–" if p is None else f"{p:.3f}", num=True),
+                Cell(p_value(p), num=True),
                 Cell(num(c.get("n_sentences")), num=True),
                 Cell(verdict, bold=bool(sep)),
             ]

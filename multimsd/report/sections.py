@@ -184,13 +184,15 @@ def training_section(run: Run) -> Section | None:
             sec.blocks.append(
                 Table(["epoch", "val. loss", "val. SARI", "val. BLEU", "best"], rows, caption=f"{info.label}")
             )
+        facts = []
+        if res.get("train_tokens") is not None:
+            facts.append(f"{res['train_tokens']} training tokens")
         if res.get("train_seconds") is not None:
-            sec.blocks.append(
-                Paragraph(
-                    f"{info.label}: {res.get('train_tokens', '?')} training tokens in "
-                    f"{num(res.get('train_seconds'), 1)} s ({num(res.get('train_tokens_per_second'), 0)} tokens/s)."
-                )
-            )
+            facts.append(f"{num(float(res['train_seconds']), 1)} s of training")
+        if res.get("train_tokens_per_second") is not None:
+            facts.append(f"{num(float(res['train_tokens_per_second']), 0)} tokens/s")
+        if facts:
+            sec.blocks.append(Paragraph(f"{info.label}: " + ", ".join(facts) + "."))
     return sec
 
 
@@ -223,14 +225,10 @@ def sweep_section(run: Run) -> Section | None:
         )
         return (float(ci[0]), float(ci[1])) if ci else None
 
-    series = [
-        Series(
-            "SARI", [(t, s) for t, _, s, _ in pts if s is not None], [err(n, "sari") for _, n, _, _ in pts]
-        ),
-        Series(
-            "BLEU", [(t, b) for t, _, _, b in pts if b is not None], [err(n, "bleu") for _, n, _, _ in pts]
-        ),
-    ]
+    series = []
+    for metric, name, col in (("sari", "SARI", 2), ("bleu", "BLEU", 3)):
+        kept = [p for p in pts if p[col] is not None]
+        series.append(Series(name, [(p[0], p[col]) for p in kept], [err(p[1], metric) for p in kept]))
     title = f"SARI and BLEU vs {param}"
     sec.blocks.append(Chart(title, line_chart(series, title, param, "score (avg over languages)"), title))
     rows = [
