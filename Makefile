@@ -20,7 +20,7 @@ $(VENV)/.installed: pyproject.toml
 setup: $(VENV)/.installed
 
 system-deps:  ## Debian's chromium, for the report's browser test (needs root; skipped when already installed)
-	command -v chromium >/dev/null 2>&1 || { apt-get update && apt-get install -y --no-install-recommends chromium; }
+	command -v chromium >/dev/null 2>&1 || { apt-get update && apt-get install -y --no-install-recommends chromium fonts-dejavu-core; }
 
 test: setup  ## the test suite (what .ci/run runs)
 	$(PY) -m pytest
