@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTHON ?= python3
 
-.PHONY: setup test test-all demo gold lint format bench clean
+.PHONY: setup system-deps test test-all demo gold lint format bench clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +18,9 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 setup: $(VENV)/.installed
+
+system-deps:  ## Debian's chromium, for the report's browser test (needs root; skipped when already installed)
+	command -v chromium >/dev/null 2>&1 || { apt-get update && apt-get install -y --no-install-recommends chromium fonts-dejavu-core; }
 
 test: setup  ## the test suite (what .ci/run runs)
 	$(PY) -m pytest

@@ -1,0 +1,190 @@
+"""The evaluation sections: per-language scores with confidence intervals (Table 5), the paired
+comparisons, medical-term types (Table 8) and example outputs side by side (Table 6)."""
+
+from __future__ import annotations
+
+from multimsd.report.blocks import Cell, Paragraph, Section, Table, bold_best, interval, num
+from multimsd.report.load import Run, read_predictions
+
+# (metric, title, lower is better)
+SCORES = [("sari", "SARI", False), ("bleu", "BLEU", False), ("fkgl", "FKGL", True)]
+EXAMPLES_PER_LANGUAGE = 3
+
+
+def languages_of(run: Run) -> list[str]:
+    ev = run.evaluation
+    return list(ev.get("languages") or sorted({g for s in ev["systems"].values() for g in s}))
+
+
+def mean_or_none(values: list[float | None]) -> float | None:
+    return sum(values) / len(values) if values and all(v is not None for v in values) else None
+
+
+def score_section(run: Run) -> Section:
+    ev, langs = run.evaluation, languages_of(run)
+    systems = list(ev["systems"])
+    per_lang = ev.get("per_language") or {}
+    sec = Section("Simplification quality (Table 5)", "scores")
+    n = ", ".join(f"{g} {per_lang.get(g, {}).get('n_sentences', '?')}" for g in langs)
+    boot = ev.get("bootstrap")
+    text = f"Test sentences per language: {n}. 'avg' is the mean over languages."
+    if boot:
+        text += (
+            f" Brackets: {round(100 * float(boot.get('confidence', 0.95)))} % bootstrap confidence interval "
+            f"({boot.get('samples', '?')} resamples of the test sentences, {boot.get('method', 'bootstrap')}, "
+            f"seed {boot.get('seed', '?')})."
+        )
+    elif not any("ci" in r for s in systems for r in ev["systems"][s].values() if isinstance(r, dict)):
+        text += " No confidence intervals in the evaluation results (bootstrap was not run)."
+    sec.blocks.append(Paragraph(text))
+    for metric, title, low in SCORES:
+        cols = [*langs, *(["avg"] if len(langs) > 1 else [])]
+        rows, values = [], []
+        for s in systems:
+            res = ev["systems"][s]
+            vals = [(res.get(g) or {}).get(metric) for g in langs]
+            if len(langs) > 1:
+                vals.append(mean_or_none(vals))
+            cells = [Cell(run.label(s))]
+            for g, v in zip(cols, vals, strict=True):
+                ci = interval(((res.get(g) or {}).get("ci") or {}).get(metric)) if g != "avg" else None
+                cells.append(Cell(num(v), num=True, ci=ci))
+            rows.append(cells)
+            values.append(vals)
+        bold_best(rows, values, [low] * len(cols))
+        if metric == "fkgl":
+            # the readability of the inputs and of the references, for scale; they do not compete
+            for key, name in (("fkgl_source", "source (input)"), ("fkgl_reference", "reference")):
+                vals = [per_lang.get(g, {}).get(key) for g in langs]
+                if len(langs) > 1:
+                    vals.append(mean_or_none(vals))
+                rows.append([Cell(name), *(Cell(num(v), num=True) for v in vals)])
+        caption = f"{title} ({'lower' if low else 'higher'} is better; best per column in bold)"
+        sec.blocks.append(Table(["system", *cols], rows, caption=caption, inline=len(cols) <= 4))
+    sec.blocks.extend(comparison_blocks(run))
+    return sec
+
+
+def p_value(p: float | None) -> str:
+    if p is None:
+        return "–"
+    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def comparison_blocks(run: Run) -> list:
+    comps = run.evaluation.get("comparisons")
+    if not comps:
+        return [
+            Paragraph(
+                "No paired comparisons in the evaluation results: whether the differences between systems "
+                "are larger than the test set's sampling noise is not known.",
+                note=True,
+            )
+        ]
+    rows, unsure = [], []
+    for c in comps:
+        ci = c.get("ci")
+        sep = c.get("separable")
+        if sep is None and ci and len(ci) == 2:
+            sep = not (ci[0] <= 0 <= ci[1])
+        verdict = "yes" if sep else "no: too few sentences to separate"
+        if not sep:
+            unsure.append(c)
+        p = c.get("p_value")
+        rows.append(
+            [
+                Cell(f"{run.label(c.get('a', '?'))} vs {run.label(c.get('b', '?'))}"),
+                Cell(str(c.get("lang", ""))),
+                Cell(str(c.get("metric", "")).upper()),
+                Cell(num(c.get("a_score")), num=True),
+                Cell(num(c.get("b_score")), num=True),
+                Cell(num(c.get("diff")), num=True, ci=interval(ci)),
+                Cell(p_value(p), num=True),
+                Cell(num(c.get("n_sentences")), num=True),
+                Cell(verdict, bold=bool(sep)),
+            ]
+        )
+    header = ["comparison (a vs b)", "lang", "metric", "a", "b", "a − b [95 % CI]", "p", "n", "separable"]
+    blocks: list = [Table(header, rows, caption="Paired bootstrap: difference between two systems")]
+    if unsure:
+        which = "; ".join(
+            f"{run.label(c.get('a', '?'))} vs {run.label(c.get('b', '?'))} on {c.get('lang', '')} "
+            f"{str(c.get('metric', '')).upper()} (n = {c.get('n_sentences', '?')})"
+            for c in unsure
+        )
+        blocks.append(
+            Paragraph(
+                f"Not separable: {which}. The confidence interval of the difference includes 0: the test set "
+                "is too small to separate these systems, and their order in the tables above may be chance.",
+                note=True,
+            )
+        )
+    return blocks
+
+
+def terms_section(run: Run) -> Section | None:
+    ev, langs = run.evaluation, languages_of(run)
+    per_lang = ev.get("per_language") or {}
+    has = any("term_types" in (ev["systems"][s].get(g) or {}) for s in ev["systems"] for g in langs)
+    if not has:
+        return None
+    rows = []
+    for key, name in (("source", "source (input)"), ("reference", "reference")):
+        vals = [(per_lang.get(g, {}).get("term_types") or {}).get(key) for g in langs]
+        rows.append([Cell(name), *(Cell(num(v), num=True) for v in vals)])
+    for s in ev["systems"]:
+        vals = [(ev["systems"][s].get(g) or {}).get("term_types") for g in langs]
+        rows.append([Cell(run.label(s)), *(Cell(num(v), num=True) for v in vals)])
+    return Section(
+        "Medical-term types (Table 8)",
+        "terms",
+        [
+            Paragraph(
+                "Distinct medical terms (from the language's term dictionary) in each text; a simplification "
+                "that keeps fewer terms than its input explains or drops them."
+            ),
+            Table(["text", *langs], rows, caption="Medical-term types per language"),
+        ],
+    )
+
+
+def _simple(rec: dict) -> str:
+    s = rec.get("simple", "")
+    return " ‖ ".join(s) if isinstance(s, list) else str(s)
+
+
+def examples_section(run: Run) -> Section | None:
+    if not run.references:
+        return None
+    by_lang: dict[str, list[dict]] = {}
+    for rec in run.references:
+        by_lang.setdefault(str(rec.get("lang")), []).append(rec)
+    outputs: dict[str, dict[str, list[str]]] = {}
+    for name in run.evaluation["systems"]:
+        info = run.systems.get(name)
+        if info is None:
+            continue
+        for g, recs in by_lang.items():
+            if info.predictions is not None:
+                outputs.setdefault(name, {})[g] = read_predictions(info.predictions, g, len(recs))
+            elif info.kind == "copy":
+                outputs.setdefault(name, {})[g] = [str(r.get("complex", "")) for r in recs]
+    sec = Section(
+        "Examples (Table 6)",
+        "examples",
+        [
+            Paragraph(
+                f"The first {EXAMPLES_PER_LANGUAGE} test rows of each language; several references are "
+                "separated by ‖."
+            )
+        ],
+    )
+    for g in sorted(by_lang):
+        header = ["#", "input", "reference", *(run.label(s) for s in outputs)]
+        rows = []
+        for i, rec in enumerate(by_lang[g][:EXAMPLES_PER_LANGUAGE]):
+            row = [Cell(str(i + 1), num=True), Cell(str(rec.get("complex", ""))), Cell(_simple(rec))]
+            row += [Cell(outputs[s][g][i]) for s in outputs]
+            rows.append(row)
+        sec.blocks.append(Table(header, rows, caption=f"Examples: {g}", wide=True))
+    return sec
