@@ -51,8 +51,16 @@ def ran(proc: subprocess.CompletedProcess) -> list[str]:
 
 
 def test_route_sends_stage_keys_to_their_stage():
-    own, staged = route(
-        ["dir=x", "align.aligner.threshold=0.6", "+train.foo=1", "~evaluate.systems.identity", "gold=false"]
+    own, staged, per_system = route(
+        [
+            "dir=x",
+            "align.aligner.threshold=0.6",
+            "+train.foo=1",
+            "~evaluate.systems.identity",
+            "gold=false",
+            "systems.a-b.train.optim.lr=0.01",
+            "systems.a-b.kind=icl",
+        ]
     )
     assert own == ["dir=x", "gold=false"]
     assert staged == {
@@ -60,6 +68,7 @@ def test_route_sends_stage_keys_to_their_stage():
         "train": ["+foo=1"],
         "evaluate": ["~systems.identity"],
     }
+    assert per_system == {"a-b": {"train": ["optim.lr=0.01"], "kind": "icl"}}
 
 
 @pytest.fixture(scope="module")
