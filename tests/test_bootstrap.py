@@ -320,3 +320,18 @@ def test_library_errors():
         bootstrap_ci(np.ones((3, 3)), fkgl_from_totals, confidence=1.5)
     with pytest.raises(MultimsdError, match="shapes"):
         paired_bootstrap(np.ones((3, 3)), np.ones((4, 3)), fkgl_from_totals)
+
+
+def test_a_replaced_scorer_gets_no_interval(tmp_path, monkeypatch, caplog):
+    """A plugin that re-registers ``sari`` with another scorer: the statistics no longer give the reported
+    score, so the stage reports no interval (and warns) rather than an interval of a different metric."""
+    import dataclasses
+
+    from multimsd.metrics import METRICS
+
+    fake = {"sari": 1.0, "sari_add": 1.0, "sari_keep": 1.0, "sari_delete": 1.0}
+    monkeypatch.setitem(METRICS, "sari", dataclasses.replace(METRICS["sari"], score=lambda *a, **k: fake))
+    r = run(stage_cfg(tmp_path, samples=100))
+    assert r["systems"]["good"]["en"]["ci"]["sari"] is None and r["systems"]["good"]["en"]["ci"]["bleu"]
+    assert {c["metric"] for c in r["comparisons"]} == {"bleu", "fkgl"}
+    assert "no interval" in caplog.text

@@ -127,7 +127,7 @@ def language_intervals(
     """({system: {metric: [lo, hi] or None}}, comparisons) for one language; ``scores`` are the reported ones."""
     from multimsd.metrics import reference_streams
     from multimsd.metrics.bootstrap import (
-        paired_bootstrap,
+        paired_from_resamples,
         percentile_interval,
         resample_counts,
         resample_indices,
@@ -139,7 +139,7 @@ def language_intervals(
     counts = resample_counts(resample_indices(n, b.samples, b.seed), n)
     sources = [refs.complex[i] for i in rows]
     streams = reference_streams([refs.refs[i] for i in rows], f"{refs.name} ({lang})")
-    stats: dict[str, dict[str, tuple]] = {m: {} for m in metrics}
+    scored: dict[str, dict[str, tuple]] = {m: {} for m in metrics}
     cis: dict[str, dict[str, list[float] | None]] = {name: {} for name in systems}
     for name, preds in systems.items():
         outputs = [preds[i] for i in rows]
@@ -158,16 +158,18 @@ def language_intervals(
                 )  # fmt: skip
                 cis[name][m] = None
                 continue
-            stats[m][name] = (st, fn)
-            lo, hi = percentile_interval(fn(counts @ st.astype(np.float64)), b.confidence)
+            # Scored once per system; the paired comparisons below reuse these resampled scores.
+            resampled = fn(counts @ st.astype(np.float64))
+            scored[m][name] = (identity, resampled)
+            lo, hi = percentile_interval(resampled, b.confidence)
             cis[name][m] = [lo, hi]
     comparisons = []
     for a, c in compare_pairs(cfg, list(systems)):
         for m in metrics:
-            if a not in stats[m] or c not in stats[m]:
+            if a not in scored[m] or c not in scored[m]:
                 continue
-            (a_st, fn), (c_st, _) = stats[m][a], stats[m][c]
-            r = paired_bootstrap(a_st, c_st, fn, confidence=b.confidence, counts=counts)
+            (a_score, a_res), (c_score, c_res) = scored[m][a], scored[m][c]
+            r = paired_from_resamples(a_score, c_score, a_res, c_res, confidence=b.confidence, n_sentences=n)
             comparisons.append(
                 {
                     "a": a,

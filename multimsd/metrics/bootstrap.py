@@ -39,6 +39,7 @@ __all__ = [
     "fkgl_from_totals",
     "fkgl_statistics",
     "paired_bootstrap",
+    "paired_from_resamples",
     "percentile_interval",
     "resample_counts",
     "resample_indices",
@@ -162,10 +163,29 @@ def paired_bootstrap(
     n = len(a_stats)
     if counts is None:
         counts = resample_counts(resample_indices(n, samples, seed), n)
-    a_score = float(score(a_stats.sum(0)))
-    b_score = float(score(b_stats.sum(0)))
+    return paired_from_resamples(
+        float(score(a_stats.sum(0))),
+        float(score(b_stats.sum(0))),
+        resampled_scores(a_stats, score, counts),
+        resampled_scores(b_stats, score, counts),
+        confidence=confidence,
+        n_sentences=n,
+    )
+
+
+def paired_from_resamples(
+    a_score: float,
+    b_score: float,
+    a_resampled: np.ndarray,
+    b_resampled: np.ndarray,
+    *,
+    confidence: float,
+    n_sentences: int,
+) -> PairedResult:
+    """:func:`paired_bootstrap` from scores already computed on the same resamples (the evaluation stage
+    scores every system once per language and compares the pairs from those)."""
     diff = a_score - b_score
-    diffs = resampled_scores(a_stats, score, counts) - resampled_scores(b_stats, score, counts)
+    diffs = np.asarray(a_resampled) - np.asarray(b_resampled)
     extreme = int(np.count_nonzero(np.abs(diffs - diff) >= abs(diff)))
     return PairedResult(
         a_score=a_score,
@@ -173,7 +193,7 @@ def paired_bootstrap(
         diff=diff,
         ci=percentile_interval(diffs, confidence),
         p_value=(extreme + 1) / (len(diffs) + 1),
-        n_sentences=n,
+        n_sentences=n_sentences,
     )
 
 
