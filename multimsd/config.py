@@ -286,6 +286,19 @@ class EvalOutputConfig:
 
 
 @dataclass
+class BootstrapConfig:
+    # Confidence intervals of SARI / BLEU / FKGL per system and language, resampling sentences (percentile
+    # intervals), and paired bootstrap tests between systems (multimsd.metrics.bootstrap). 0 samples = off.
+    samples: int = 1000
+    confidence: float = 0.95  # strictly between 0 and 1
+    seed: int = 0  # one index matrix per language, shared by every system and metric (paired tests)
+    # Metrics with intervals (those of metrics.include among sari, bleu, fkgl).
+    metrics: list[str] = field(default_factory=lambda: ["sari", "bleu", "fkgl"])
+    # Pairs "a:b" to compare (difference a - b, per language); empty = every pair of systems.
+    compare: list[str] = field(default_factory=list)
+
+
+@dataclass
 class EvaluateConfig:
     refs: RefsConfig = field(default_factory=RefsConfig)
     # name -> predictions: a text file (one line per reference row), a directory of <lang>.txt files, a JSONL
@@ -298,6 +311,7 @@ class EvaluateConfig:
     # Ranking criterion: a rankable metric (sari, bleu, chrf, meteor, or a registered one marked rankable) or
     # mean(<metric>,<metric>,...).
     select_by: str = "mean(sari,bleu)"
+    bootstrap: BootstrapConfig = field(default_factory=BootstrapConfig)
     output: EvalOutputConfig = field(default_factory=EvalOutputConfig)
     # Modules imported before the stage runs, so their register_* calls (aligners, model kinds, metrics) take
     # effect: plugins=[my_package.my_aligner] (see README, Extending multimsd).

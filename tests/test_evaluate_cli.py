@@ -154,6 +154,48 @@ def test_cli_select_by_ranks_references_first(cli_run):
     assert "overall (mean over languages): ref > identity" in proc.stdout
 
 
+def test_cli_confidence_intervals(cli_run):
+    out, proc = cli_run
+    r = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert r["bootstrap"]["samples"] == 1000 and r["bootstrap"]["method"] == "percentile, sentences resampled"
+    for name in ("identity", "ref"):
+        for lang in ("en", "ja"):
+            res = r["systems"][name][lang]
+            for m in ("sari", "bleu"):
+                lo, hi = res["ci"][m]
+                assert lo - 1e-9 <= res[m] <= hi + 1e-9
+        assert r["systems"][name]["ja"]["ci"]["fkgl"] is None  # no FKGL for Japanese
+    keys = {
+        "a",
+        "b",
+        "lang",
+        "metric",
+        "a_score",
+        "b_score",
+        "diff",
+        "ci",
+        "p_value",
+        "n_sentences",
+        "separable",
+    }
+    assert r["comparisons"] and all(set(c) == keys for c in r["comparisons"])
+    assert {(c["a"], c["b"], c["lang"]) for c in r["comparisons"]} == {
+        ("identity", "ref", g) for g in ("en", "ja")
+    }
+    assert "## Paired bootstrap comparisons" in proc.stdout
+
+
+def test_cli_bad_bootstrap_option_is_one_line_and_writes_nothing(files, repo_root):
+    out = files["dir"] / "out_bs"
+    proc = cli(
+        repo_root, f"refs.path={files['refs']}", "bootstrap.compare=[identity:nope]", f"output.dir={out}"
+    )
+    assert proc.returncode == 2
+    errors = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(errors) == 1 and "bootstrap.compare: 'identity:nope' names unknown system(s) nope" in errors[0]
+    assert not out.exists()
+
+
 def test_cli_row_count_mismatch_is_one_line_and_writes_nothing(files, repo_root):
     out = files["dir"] / "out_bad"
     proc = cli(

@@ -3,6 +3,9 @@ output directory with ``results.json``, written atomically.
 
 Columns come from the metric registry (:mod:`multimsd.metrics.registry`): the metrics of
 ``metrics.include`` in registry order ("score" metrics, then the medical-term counts, then "features").
+Where the stage computed bootstrap intervals, a per-language SARI / BLEU / FKGL cell reads
+``41.87 [35.1, 48.6]`` (interval to one decimal), and a table of the paired comparisons follows, with a note
+for every language and pair that its sentences cannot separate on some metric.
 """
 
 from __future__ import annotations
@@ -27,6 +30,12 @@ def _fmt(x: Any, digits: int = 2) -> str:
     if isinstance(x, float):
         return f"{x:.{digits}f}"
     return str(x)
+
+
+def _with_ci(cell: str, res: dict | None, key: str) -> str:
+    """``cell`` followed by the bootstrap interval of ``key`` in ``res``, where there is one."""
+    ci = ((res or {}).get("ci") or {}).get(key)
+    return f"{cell} [{ci[0]:.1f}, {ci[1]:.1f}]" if ci else cell
 
 
 def _lookup(res: dict | None, key: str) -> Any:
@@ -59,7 +68,8 @@ def _metric_table(metric: str, title: str, results: dict, lower_better: bool = F
         for col in cols:
             v = value(s, col)
             cell = _fmt(v)
-            cells.append(f"**{cell}**" if v is not None and len(systems) > 1 and v == best.get(col) else cell)
+            cell = f"**{cell}**" if v is not None and len(systems) > 1 and v == best.get(col) else cell
+            cells.append(_with_ci(cell, results["systems"][s].get(col), metric) if col in langs else cell)
         lines.append(f"| {s} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -81,6 +91,14 @@ def markdown_report(results: dict) -> str:
         + "; ".join(f"{g}: {' > '.join(e['system'] for e in rk['per_language'][g])}" for g in langs)
         + f"; overall (mean over languages): {' > '.join(e['system'] for e in rk['overall'])}",
     ]
+    b = results.get("bootstrap") or {}
+    if b.get("samples") and b.get("metrics"):
+        out += [
+            "",
+            f"[lo, hi]: {100 * b['confidence']:g} % bootstrap confidence interval of "
+            f"{', '.join(m.upper() for m in b['metrics'])} per language ({b['samples']} resamples of the "
+            f"sentences, seed {b['seed']}, percentile method).",
+        ]
     metrics = [m for name, m in METRICS.items() if name in include]
     for m in metrics:
         if m.summary_table:
@@ -117,7 +135,8 @@ def markdown_report(results: dict) -> str:
                 out.append(f"| *{side}* | " + " | ".join(cells) + " |")
         for s, per in results["systems"].items():
             res = per.get(g, {})
-            out.append(f"| {s} | " + " | ".join(_fmt(_lookup(res, c.key), c.digits) for c in cols) + " |")
+            cells = [_with_ci(_fmt(_lookup(res, c.key), c.digits), res, c.key) for c in cols]
+            out.append(f"| {s} | " + " | ".join(cells) + " |")
     skipped = results["pooled"]["skipped"]
     if skipped and len(langs) > 1:
         reasons: dict[str, list[str]] = {}
@@ -128,7 +147,45 @@ def markdown_report(results: dict) -> str:
             "Not pooled over languages: "
             + "; ".join(f"{', '.join(ms)}: {why}" for why, ms in reasons.items()),
         ]
+    out += _comparisons(results)
     return "\n".join(out) + "\n"
+
+
+def _comparisons(results: dict) -> list[str]:
+    """The paired-bootstrap table and a note per language and pair that cannot be separated on a metric."""
+    b = results.get("bootstrap") or {}
+    comps = results.get("comparisons") or []
+    if not comps:
+        return []
+    conf = f"{100 * b['confidence']:g} %"
+    out = [
+        "",
+        "## Paired bootstrap comparisons",
+        "",
+        f"Difference a − b per language with its {conf} interval ({b['samples']} resamples of the sentences, "
+        f"seed {b['seed']}, percentile interval; both systems on the same resamples); p: two-sided bootstrap "
+        "p-value of the difference; separable: the interval excludes 0.",
+        "",
+        "| lang | a | b | metric | a | b | a − b | p | separable |",
+        "|---|---|---|---|---:|---:|---:|---:|---|",
+    ]
+    unseparated: dict[tuple[str, str, str, int], list[str]] = {}
+    for c in comps:
+        name = c["metric"].upper()
+        out.append(
+            f"| {c['lang']} | {c['a']} | {c['b']} | {name} | {c['a_score']:.2f} | {c['b_score']:.2f} | "
+            f"{c['diff']:+.2f} [{c['ci'][0]:.1f}, {c['ci'][1]:.1f}] | {c['p_value']:.3f} | "
+            f"{'yes' if c['separable'] else 'no'} |"
+        )
+        if not c["separable"]:
+            unseparated.setdefault((c["lang"], c["a"], c["b"], c["n_sentences"]), []).append(name)
+    if unseparated:
+        out.append("")
+        out += [
+            f"- {lang}, n={n} sentences: too few to separate {a} and {b} on {', '.join(ms)}"
+            for (lang, a, b, n), ms in unseparated.items()
+        ]
+    return out
 
 
 def plot_scores(results: dict, path: Path) -> None:

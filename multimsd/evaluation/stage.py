@@ -11,6 +11,8 @@ Read top to bottom, :func:`run` is the whole stage:
    sources and references, for comparison), EASSE quality features), and distinct medical-term types of
    sources, references and every system; then pool the languages ("all") where that is meaningful and rank
    the systems by ``select_by`` (:mod:`multimsd.evaluation.scoring`, whose docstring gives the rules);
+   per language, bootstrap confidence intervals of SARI / BLEU / FKGL and paired comparisons of the systems
+   (``bootstrap.*``, :mod:`multimsd.evaluation.intervals`);
 4. write ``results.json``, ``table.md`` and ``scores.png`` into ``output.dir`` atomically, print the table
    (:mod:`multimsd.evaluation.report`).
 
@@ -31,6 +33,7 @@ from multimsd import LANGUAGES, __version__
 from multimsd.config import EvaluateConfig
 from multimsd.errors import MultimsdError
 from multimsd.evaluation.inputs import BASELINES, load_predictions, load_references
+from multimsd.evaluation.intervals import bootstrap_settings, check_bootstrap, language_intervals
 from multimsd.evaluation.report import markdown_report, write_outputs
 from multimsd.evaluation.scoring import evaluate_language, parse_select_by, pool_languages, rank_systems
 from multimsd.fsutil import check_replaceable
@@ -108,6 +111,7 @@ def check_config(cfg: EvaluateConfig) -> None:
             raise MultimsdError(
                 f"systems.{name}={spec}: unknown baseline (known: {', '.join('@' + b for b in BASELINES)})"
             )
+    check_bootstrap(cfg)
     r = cfg.refs
     if r.source or r.references:
         if r.path:
@@ -166,6 +170,18 @@ def run(cfg: EvaluateConfig | DictConfig | dict) -> dict:
         for name in systems:
             results_systems[name]["all"] = pooled[name]
 
+    # 3. confidence intervals and paired comparisons, per language (after pooling: "ci" is no score)
+    comparisons: list[dict] = []
+    if cfg.bootstrap.samples:
+        for lang in langs:
+            rows = [i for i, x in enumerate(refs.lang) if x == lang]
+            cis, comps = language_intervals(
+                lang, tokenizers[lang], rows, refs, systems, per_lang_scores[lang], cfg
+            )
+            for name in systems:
+                results_systems[name][lang]["ci"] = cis[name]
+            comparisons += comps
+
     results = {
         "multimsd_version": __version__,
         "sacrebleu_version": sacrebleu.__version__,
@@ -185,10 +201,12 @@ def run(cfg: EvaluateConfig | DictConfig | dict) -> dict:
         "systems": results_systems,
         "pooled": pooled_report,
         "ranking": rank_systems(langs, per_lang_scores, cfg.select_by),
+        "bootstrap": bootstrap_settings(cfg),
+        "comparisons": comparisons,
     }
     markdown = markdown_report(results)
 
-    # 3. output, atomically
+    # 4. output, atomically
     write_outputs(out_dir, results, markdown, cfg)
     if cfg.output.print_table:
         print(markdown)

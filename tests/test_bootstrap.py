@@ -1,0 +1,337 @@
+"""Bootstrap confidence intervals and paired tests (multimsd.metrics.bootstrap, the evaluation stage's
+``bootstrap.*``): checked against the library's own corpus scorers, computed one resample at a time."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from multimsd.errors import MultimsdError
+from multimsd.evaluation.stage import run
+from multimsd.metrics import corpus_bleu, corpus_fkgl, corpus_sari
+from multimsd.metrics.bootstrap import (
+    bleu_from_totals,
+    bleu_statistics,
+    bootstrap_ci,
+    fkgl_from_totals,
+    fkgl_statistics,
+    paired_bootstrap,
+    resample_counts,
+    resample_indices,
+    sari_from_totals,
+    sari_statistics,
+)
+
+EN_SRC = [
+    "Patients with hypertension should reduce their sodium intake considerably.",
+    "Deep vein thrombosis is a blood clot in a deep vein, usually in the leg.",
+    "Asthma is a chronic inflammatory disease of the airways.",
+    "Antibiotics are ineffective against viral infections such as the common cold.",
+    "Regular physical activity lowers the risk of cardiovascular disease.",
+    "Insulin regulates the concentration of glucose in the blood.",
+    "The patient was administered an intravenous analgesic postoperatively.",
+    "Vaccination confers immunity against several infectious diseases.",
+]
+EN_REF = [
+    "People with high blood pressure should eat less salt.",
+    "A blood clot in a leg vein is called DVT.",
+    "Asthma is a long-term illness of the airways.",
+    "Antibiotics do not work against colds.",
+    "Exercise lowers the risk of heart disease.",
+    "Insulin controls blood sugar.",
+    "After the operation the patient got a painkiller through a vein.",
+    "Vaccines protect you against some diseases.",
+]
+EN_REF2 = [s.replace(".", "!") for s in EN_REF]
+EN_SYS = [
+    "People with hypertension should eat less salt.",
+    "A blood clot in a deep vein, usually in the leg.",
+    "Asthma is a disease of the airways.",
+    "Antibiotics do not work against viral infections.",
+    "Exercise lowers the risk of cardiovascular disease.",
+    "",
+    "The patient got a painkiller after the operation.",
+    "Vaccination protects against diseases.",
+]
+JA_SRC = [
+    "高血圧の患者はナトリウムの摂取量を大幅に減らすべきです。",
+    "深部静脈血栓症は、通常は脚の深部静脈にできる血栓です。",
+    "喘息は気道の慢性炎症性疾患です。",
+]
+JA_REF = [
+    "血圧が高い人は塩を減らしましょう。",
+    "足の静脈に血のかたまりができる病気です。",
+    "ぜんそくは気道の長く続く病気です。",
+]
+JA_SYS = ["高血圧の人は塩を減らすべきです。", "脚の静脈にできる血栓です。", "喘息は気道の病気です。"]
+ZH_SRC = [
+    "高血压患者应大幅减少钠的摄入量。",
+    "深静脉血栓通常是腿部深静脉中的血凝块。",
+    "哮喘是气道的慢性炎症性疾病。",
+]
+ZH_REF = ["血压高的人应少吃盐。", "腿部静脉里的血块叫DVT。", "哮喘是气道的长期疾病。"]
+ZH_SYS = ["高血压的人应少吃盐。", "深静脉血栓是腿部的血块。", "哮喘是气道的疾病。"]
+
+CASES = {
+    "en-13a-2refs": (EN_SRC, EN_SYS, [EN_REF, EN_REF2], "13a"),
+    "ja-mecab": (JA_SRC, JA_SYS, [JA_REF], "ja-mecab"),
+    "zh-char": (ZH_SRC, ZH_SYS, [ZH_REF], "zh-char"),
+}
+
+
+def identity(stats, score):
+    n = len(stats)
+    return float(score(resample_counts(np.arange(n)[None, :], n) @ stats.astype(float))[0])
+
+
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("lowercase", [True, False])
+def test_identity_resample_is_the_corpus_score_sari_bleu(case, lowercase):
+    src, out, refs, tok = CASES[case]
+    sari = sari_statistics(src, out, refs, lowercase=lowercase, tokenizer=tok)
+    assert identity(sari, sari_from_totals) == pytest.approx(
+        corpus_sari(src, out, refs, lowercase=lowercase, tokenizer=tok), abs=1e-9
+    )
+    for smooth in ("exp", "floor", "add-k", "none"):
+        bleu = bleu_statistics(out, refs, lowercase=lowercase, tokenizer=tok, smooth_method=smooth)
+        expected = corpus_bleu(out, refs, lowercase=lowercase, tokenizer=tok, smooth_method=smooth).score
+        assert identity(bleu, lambda t, s=smooth: bleu_from_totals(t, smooth_method=s)) == pytest.approx(
+            expected, abs=1e-9
+        )
+
+
+@pytest.mark.parametrize(
+    ("lang", "sents"), [("en", EN_SYS), ("en", EN_SRC), ("de", ["Das ist gut.", "Nein"])]
+)
+def test_identity_resample_is_the_corpus_score_fkgl(lang, sents):
+    assert identity(fkgl_statistics(sents, lang), fkgl_from_totals) == pytest.approx(
+        corpus_fkgl(sents, lang), abs=1e-9
+    )
+
+
+def test_bleu_without_matches_and_without_output_is_zero():
+    for out in (["zzz qqq"], [""]):
+        stats = bleu_statistics(out, [["a b c d e"]])
+        assert identity(stats, bleu_from_totals) == corpus_bleu(out, [["a b c d e"]]).score == 0.0
+
+
+def loop_percentile(values, q):
+    """Linear-interpolation percentile, written out (numpy's default method)."""
+    s = sorted(values)
+    pos = q / 100 * (len(s) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+
+
+def test_matches_a_plain_loop_over_the_same_resamples():
+    n, samples, conf = len(EN_SRC), 200, 0.9
+    idx = resample_indices(n, samples, seed=7)
+    counts = resample_counts(idx, n)
+    refs = [EN_REF, EN_REF2]
+    scorers = {
+        "sari": (
+            sari_statistics(EN_SRC, EN_SYS, refs),
+            sari_from_totals,
+            lambda r: corpus_sari(
+                [EN_SRC[i] for i in r], [EN_SYS[i] for i in r], [[s[i] for i in r] for s in refs]
+            ),
+        ),
+        "bleu": (
+            bleu_statistics(EN_SYS, refs, lowercase=True),
+            bleu_from_totals,
+            lambda r: (
+                corpus_bleu([EN_SYS[i] for i in r], [[s[i] for i in r] for s in refs], lowercase=True).score
+            ),
+        ),
+        "fkgl": (
+            fkgl_statistics(EN_SYS, "en"),
+            fkgl_from_totals,
+            lambda r: corpus_fkgl([EN_SYS[i] for i in r], "en"),
+        ),
+    }
+    for name, (stats, score, corpus) in scorers.items():
+        looped = [corpus(list(row)) for row in idx]
+        expected = (loop_percentile(looped, 5.0), loop_percentile(looped, 95.0))
+        got = bootstrap_ci(stats, score, confidence=conf, counts=counts)
+        assert got == pytest.approx(expected, abs=1e-9), name
+        assert got == bootstrap_ci(
+            stats, score, samples=samples, confidence=conf, seed=7
+        )  # drawn from the seed
+
+
+def test_seed_reproducible_and_other_seed_differs():
+    stats = sari_statistics(EN_SRC, EN_SYS, [EN_REF])
+    a = bootstrap_ci(stats, sari_from_totals, samples=300, seed=1)
+    assert a == bootstrap_ci(stats, sari_from_totals, samples=300, seed=1)
+    assert a != bootstrap_ci(stats, sari_from_totals, samples=300, seed=2)
+    assert np.array_equal(resample_indices(5, 10, 3), resample_indices(5, 10, 3))
+
+
+def test_identical_systems_are_not_separable():
+    stats = sari_statistics(EN_SRC, EN_SYS, [EN_REF])
+    r = paired_bootstrap(stats, stats.copy(), sari_from_totals, samples=500)
+    assert r.diff == 0.0 and r.ci == (0.0, 0.0) and r.p_value == 1.0 and not r.separable
+    assert r.n_sentences == len(EN_SRC)
+
+
+def test_much_better_on_every_sentence_is_separable():
+    good = sari_statistics(EN_SRC, EN_REF, [EN_REF])  # the reference itself
+    copy = sari_statistics(EN_SRC, EN_SRC, [EN_REF])  # the source copied
+    r = paired_bootstrap(good, copy, sari_from_totals, samples=1000, seed=3)
+    assert r.diff > 50 and r.ci[0] > 0 and r.separable and r.p_value < 0.01
+    assert r.p_value == pytest.approx(1 / 1001)
+    rev = paired_bootstrap(copy, good, sari_from_totals, samples=1000, seed=3)
+    assert rev.diff == pytest.approx(-r.diff) and rev.ci[1] < 0 and rev.p_value == r.p_value
+    assert r.a_score == pytest.approx(corpus_sari(EN_SRC, EN_REF, [EN_REF]), abs=1e-9)
+
+
+def test_paired_p_value_definition():
+    """p = (1 + #{|d* - d| >= |d|}) / (B + 1), d* the resampled differences (written out here)."""
+    a = sari_statistics(EN_SRC, EN_SYS, [EN_REF])
+    b = sari_statistics(EN_SRC, EN_SRC, [EN_REF])
+    idx = resample_indices(len(a), 400, 11)
+    d = corpus_sari(EN_SRC, EN_SYS, [EN_REF]) - corpus_sari(EN_SRC, EN_SRC, [EN_REF])
+    diffs = []
+    for row in idx:
+        src, out = [EN_SRC[i] for i in row], [EN_SYS[i] for i in row]
+        ref = [[EN_REF[i] for i in row]]
+        diffs.append(corpus_sari(src, out, ref) - corpus_sari(src, src, ref))
+    expected = (1 + sum(abs(x - d) >= abs(d) for x in diffs)) / (len(diffs) + 1)
+    r = paired_bootstrap(a, b, sari_from_totals, samples=400, seed=11)
+    assert r.p_value == pytest.approx(expected) and r.diff == pytest.approx(d, abs=1e-9)
+    assert r.ci == pytest.approx((loop_percentile(diffs, 2.5), loop_percentile(diffs, 97.5)), abs=1e-9)
+
+
+# ------------------------------------------------------------------------------------------- the stage
+def write_inputs(tmp_path):
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    refs = tmp_path / "refs.jsonl"
+    rows = [("en", c, s) for c, s in zip(EN_SRC, EN_REF)] + [("ja", c, s) for c, s in zip(JA_SRC, JA_REF)]
+    refs.write_text(
+        "".join(
+            json.dumps({"complex": c, "simple": s, "lang": g}, ensure_ascii=False) + "\n" for g, c, s in rows
+        ),
+        encoding="utf-8",
+    )
+    good = tmp_path / "good.txt"
+    good.write_text("".join(s + "\n" for _, _, s in rows), encoding="utf-8")
+    mid = tmp_path / "mid.txt"
+    mid.write_text("".join(s + "\n" for s in EN_SYS + JA_SYS), encoding="utf-8")
+    return refs, good, mid
+
+
+def stage_cfg(tmp_path, **bootstrap):
+    refs, good, mid = write_inputs(tmp_path)
+    return {
+        "refs": {"path": str(refs)},
+        "systems": {"identity": "@identity", "good": str(good), "mid": str(mid)},
+        "metrics": {"include": ["sari", "bleu", "fkgl"]},
+        "terms": {"enabled": False},
+        "bootstrap": bootstrap,
+        "output": {"dir": str(tmp_path / "out"), "print_table": False, "plot": False},
+    }
+
+
+def test_stage_writes_intervals_and_comparisons(tmp_path):
+    r = run(stage_cfg(tmp_path, samples=300, seed=5))
+    saved = json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))
+    assert saved["bootstrap"] == {
+        "samples": 300,
+        "confidence": 0.95,
+        "seed": 5,
+        "method": "percentile, sentences resampled",
+        "metrics": ["sari", "bleu", "fkgl"],
+    }
+    for name in ("identity", "good", "mid"):
+        for lang in ("en", "ja"):
+            res = saved["systems"][name][lang]
+            for m in ("sari", "bleu", "fkgl"):
+                if lang == "ja" and m == "fkgl":
+                    assert res["ci"][m] is None and res[m] is None  # FKGL is undefined for Japanese
+                    continue
+                lo, hi = res["ci"][m]
+                assert lo - 1e-9 <= res[m] <= hi + 1e-9, (name, lang, m)
+        assert "ci" not in saved["systems"][name]["all"]
+    comps = saved["comparisons"]
+    assert {(c["a"], c["b"]) for c in comps} == {("identity", "good"), ("identity", "mid"), ("good", "mid")}
+    assert len(comps) == 3 * (3 + 2)  # en: sari bleu fkgl; ja: sari bleu
+    for c in comps:
+        assert c["a_score"] == pytest.approx(saved["systems"][c["a"]][c["lang"]][c["metric"]], abs=1e-9)
+        assert c["diff"] == pytest.approx(c["a_score"] - c["b_score"])
+        assert c["separable"] == (c["ci"][0] > 0 or c["ci"][1] < 0)
+        assert c["n_sentences"] == {"en": 8, "ja": 3}[c["lang"]] and 0 < c["p_value"] <= 1
+    ig = next(
+        c for c in comps if (c["a"], c["b"], c["lang"], c["metric"]) == ("identity", "good", "en", "sari")
+    )
+    assert ig["separable"] and ig["diff"] < 0 and ig["p_value"] < 0.01
+    # the interval is the library's, on the stage's resamples (one index matrix per language from the seed)
+    stats = sari_statistics(EN_SRC, EN_SYS, [EN_REF])
+    assert saved["systems"]["mid"]["en"]["ci"]["sari"] == pytest.approx(
+        list(bootstrap_ci(stats, sari_from_totals, samples=300, seed=5)), abs=1e-9
+    )
+    table = (tmp_path / "out" / "table.md").read_text(encoding="utf-8")
+    lo, hi = saved["systems"]["mid"]["en"]["ci"]["sari"]
+    assert f"{saved['systems']['mid']['en']['sari']:.2f} [{lo:.1f}, {hi:.1f}]" in table
+    assert "## Paired bootstrap comparisons" in table and "| en | identity | good | SARI |" in table
+    assert r["comparisons"] == comps
+
+
+def test_stage_compare_subset_small_sets_get_a_note_and_off_switch(tmp_path):
+    r = run(stage_cfg(tmp_path, samples=200, compare=["mid:good"], metrics=["sari"]))
+    assert {(c["a"], c["b"], c["metric"]) for c in r["comparisons"]} == {("mid", "good", "sari")}
+    assert "ci" in r["systems"]["mid"]["en"] and set(r["systems"]["mid"]["en"]["ci"]) == {"sari"}
+    table = (tmp_path / "out" / "table.md").read_text(encoding="utf-8")
+    for c in r["comparisons"]:
+        note = f"{c['lang']}, n={c['n_sentences']} sentences: too few to separate mid and good on SARI"
+        assert (note in table) == (not c["separable"])
+    off = run(stage_cfg(tmp_path / "off", samples=0))
+    assert off["comparisons"] == [] and off["bootstrap"]["method"] == "off"
+    assert "ci" not in off["systems"]["good"]["en"]
+    assert (
+        "["
+        not in (tmp_path / "off" / "out" / "table.md").read_text(encoding="utf-8").split("## Per language")[1]
+    )
+
+
+@pytest.mark.parametrize(
+    ("bootstrap", "message"),
+    [
+        ({"samples": -1}, r"bootstrap\.samples=-1: must be >= 0"),
+        ({"confidence": 1.0}, r"bootstrap\.confidence=1\.0: must lie strictly between 0 and 1"),
+        ({"confidence": 0.0}, r"bootstrap\.confidence=0\.0"),
+        ({"metrics": ["sari", "ter"]}, r"bootstrap\.metrics: no bootstrap for ter"),
+        ({"compare": ["good:nope"]}, r"bootstrap\.compare: 'good:nope' names unknown system\(s\) nope"),
+        ({"compare": ["good"]}, r"bootstrap\.compare: 'good' is not of the form"),
+        ({"compare": ["good:good"]}, r"compares a system with itself"),
+    ],
+)
+def test_bad_bootstrap_config_is_one_line_and_writes_nothing(tmp_path, bootstrap, message):
+    c = stage_cfg(tmp_path / "in", **bootstrap)
+    c["output"]["dir"] = str(tmp_path / "out")
+    with pytest.raises(MultimsdError, match=message) as exc:
+        run(c)
+    assert "\n" not in str(exc.value) and not (tmp_path / "out").exists()
+
+
+def test_library_errors():
+    with pytest.raises(MultimsdError, match="confidence"):
+        bootstrap_ci(np.ones((3, 3)), fkgl_from_totals, confidence=1.5)
+    with pytest.raises(MultimsdError, match="shapes"):
+        paired_bootstrap(np.ones((3, 3)), np.ones((4, 3)), fkgl_from_totals)
+
+
+def test_a_replaced_scorer_gets_no_interval(tmp_path, monkeypatch, caplog):
+    """A plugin that re-registers ``sari`` with another scorer: the statistics no longer give the reported
+    score, so the stage reports no interval (and warns) rather than an interval of a different metric."""
+    import dataclasses
+
+    from multimsd.metrics import METRICS
+
+    fake = {"sari": 1.0, "sari_add": 1.0, "sari_keep": 1.0, "sari_delete": 1.0}
+    monkeypatch.setitem(METRICS, "sari", dataclasses.replace(METRICS["sari"], score=lambda *a, **k: fake))
+    r = run(stage_cfg(tmp_path, samples=100))
+    assert r["systems"]["good"]["en"]["ci"]["sari"] is None and r["systems"]["good"]["en"]["ci"]["bleu"]
+    assert {c["metric"] for c in r["comparisons"]} == {"bleu", "fkgl"}
+    assert "no interval" in caplog.text
