@@ -19,24 +19,20 @@ $(VENV)/.installed: pyproject.toml
 
 setup: $(VENV)/.installed
 
-system-deps:  ## Debian's chromium, for the report's browser test (needs root; skipped when already installed)
-	command -v chromium >/dev/null 2>&1 || { apt-get update && apt-get install -y --no-install-recommends chromium fonts-dejavu-core; }
+system-deps:  ## Debian's chromium, for the report's browser test (root + apt; skipped when already installed)
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >/dev/null; \
+	  else echo "system-deps: no root/apt-get here: install chromium yourself, or the browser test is skipped"; fi; }
 
-test: setup  ## the test suite (what .ci/run runs)
+test: setup system-deps  ## the test suite (what .ci/run runs)
 	$(PY) -m pytest
 
 test-all: setup  ## including slow tests
 	$(PY) -m pytest -m "not gpu"
 
-DEMO := outputs/demo
-
 demo: setup  ## the whole pipeline offline on the bundled sample: align -> train -> evaluate -> report
-	$(PY) align.py output.dir=$(DEMO)/aligned
-	rm -rf $(DEMO)/train  # a fresh run each time (train.py would otherwise resume its last checkpoint)
-	$(PY) train.py data.path=$(DEMO)/aligned output_dir=$(DEMO)/train
-	$(PY) evaluate.py refs.path=$(DEMO)/train/predictions/test/references.jsonl \
-		systems.smollm2_lora=$(DEMO)/train/predictions/test systems.identity=@identity output.dir=$(DEMO)/evaluation
-	@echo "report: $(DEMO)/evaluation/table.md"
+	$(VENV)/bin/multimsd run  # = dir=outputs/run; a re-run skips the stages whose config is unchanged
 
 gold: setup  ## Table-3-style θ tuning on the bundled gold
 	$(PY) align.py mode=gold gold.report_dir=outputs/demo/gold

@@ -61,6 +61,9 @@ def write_json_atomic(path: Path, data: Any) -> None:
             json.dump(data, f, indent=1, ensure_ascii=False, default=str)
             f.flush()
             os.fsync(f.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would hide results from the rest of a group
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -153,7 +153,10 @@ def plan(cfg: RunConfig | DictConfig, run_dir: Path) -> list[Stage]:
         if sys_cfg["kind"] == "icl":
             overrides.append("mode=icl")
         train_cfg = compose("train", overrides)
-        fp = fingerprint([__version__, OmegaConf.to_container(train_cfg, resolve=True)], align_fp)
+        resolved = OmegaConf.to_container(train_cfg, resolve=True)
+        if sys_cfg["kind"] == "icl":  # prompting never reads the optimiser or loss settings
+            resolved = {k: v for k, v in resolved.items() if k not in ("optim", "loss")}
+        fp = fingerprint([__version__, resolved], align_fp)
         stages.append(Stage(f"train/{name}", train_cfg, fp, out, "train", name, sys_cfg))
 
     trained = [s for s in stages if s.kind == "train"]
@@ -170,6 +173,11 @@ def plan(cfg: RunConfig | DictConfig, run_dir: Path) -> list[Stage]:
             else str(run_dir / "systems" / name / "predictions" / "test")
         )
         eval_overrides.append(f"systems.{name}={pred}")
+    if cfg.compare:
+        unknown = [p for pair in cfg.compare for p in str(pair).split(":") if p not in systems]
+        if unknown:
+            raise MultimsdError(f"compare: no system named {unknown[0]!r} (systems: {', '.join(systems)})")
+        eval_overrides.append(f"bootstrap.compare=[{','.join(str(p) for p in cfg.compare)}]")
     eval_overrides += [*cfg.evaluate, f"output.dir={run_dir / 'evaluation'}"]
     eval_cfg = compose("evaluate", eval_overrides)
     eval_fp = fingerprint(
