@@ -29,6 +29,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from multimsd.errors import MultimsdError
+from multimsd.fsutil import check_writable_dir
 from multimsd.training.checkpoint import (
     TrainState,
     last_checkpoint,
@@ -149,6 +150,7 @@ def run(cfg: TrainConfig | DictConfig | dict) -> dict:
     check_config(cfg)
     kind = get_kind(cfg.model.kind)
     out = Path(cfg.output_dir)
+    check_writable_dir(out, "output_dir")  # before loading data and model, not at the first write
     rows = select(load_pairs(cfg.data.path), cfg.data, cfg.seed)
     if not rows["train"] and cfg.mode == "train":
         raise MultimsdError("the training split is empty")
