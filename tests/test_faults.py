@@ -59,3 +59,122 @@ def test_check_writable_dir_creates_nothing(tmp_path):
     with pytest.raises(MultimsdError, match="dangling symbolic link"):
         check_writable_dir(tmp_path / "dangling" / "out", "output.dir")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dangling", "f"]
+
+
+# --- checkpoints and the best model: verified against their manifest when read
+
+
+def tiny_cfg(tmp_path, name: str) -> dict:
+    """The LoRA tiny-llama run of tests/test_checkpoint.py: 8 optimizer steps, a checkpoint after each."""
+    return {
+        "model": {
+            "name": "tiny_llama",
+            "kind": "causal",
+            "pretrained": "tiny:llama",
+            "lora": {"enabled": True, "dropout": 0.0},  # no dropout: losses depend on weights and order only
+        },
+        "data": {
+            "languages": ["en"],
+            "mode": "mono",
+            "max_train_examples": 8,
+            "max_eval_examples": 2,
+            "max_length": 512,
+        },
+        "optim": {"batch_size": 2, "epochs": 2, "lr": 1e-2},
+        "eval": {"generate": False, "before_training": False, "max_new_tokens": 4},
+        "checkpoint_every": 1,
+        "output_dir": str(tmp_path / name),
+    }
+
+
+def step_losses(res: dict) -> list[float]:
+    return [h["loss"] for h in res["history"] if "step" in h]
+
+
+def truncate(path, keep: float = 0.5) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[: int(len(data) * keep)])
+
+
+def flip_bytes(path) -> None:
+    data = bytearray(path.read_bytes())
+    mid = len(data) // 2
+    data[mid : mid + 8] = bytes(b ^ 0xFF for b in data[mid : mid + 8])  # same size: only the hash can tell
+    path.write_bytes(bytes(data))
+
+
+def reset_accelerate() -> None:
+    from accelerate.state import AcceleratorState, GradientState
+
+    AcceleratorState._reset_state(True)
+    GradientState._reset_state()
+
+
+@pytest.mark.usefixtures("fresh_accelerate_state")
+def test_corrupted_checkpoint_is_reported_and_the_previous_one_resumed(tmp_path, monkeypatch, caplog):
+    from multimsd.training import loop
+    from multimsd.training.checkpoint import MANIFEST
+
+    expected = step_losses(loop.run(tiny_cfg(tmp_path, "ref")))
+    assert len(expected) == 8
+    ckpts = tmp_path / "ref" / "checkpoints"
+    assert sorted(p.name for p in ckpts.iterdir()) == ["step_00000007", "step_00000008"]  # keep-2 rotation
+    assert (ckpts / "step_00000008" / MANIFEST).is_file() and (tmp_path / "ref" / "best" / MANIFEST).is_file()
+
+    real_save = loop.save_checkpoint
+
+    def crash_after_step_5(accelerator, out, state, keep=2):
+        real_save(accelerator, out, state, keep)
+        if state.step == 5:
+            raise KeyboardInterrupt("simulated kill")
+
+    monkeypatch.setattr(loop, "save_checkpoint", crash_after_step_5)
+    reset_accelerate()
+    with pytest.raises(KeyboardInterrupt):
+        loop.run(tiny_cfg(tmp_path, "run"))
+    monkeypatch.setattr(loop, "save_checkpoint", real_save)
+
+    # 1. The newest checkpoint's weights are cut short: reported by file name, the one before is resumed.
+    ckpts = tmp_path / "run" / "checkpoints"
+    truncate(ckpts / "step_00000005" / "model.safetensors")
+    reset_accelerate()
+    with caplog.at_level("WARNING", logger="multimsd"):
+        resumed = loop.run(tiny_cfg(tmp_path, "run"))
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING" and "checkpoint" in r.msg]
+    assert len(warnings) == 1, warnings
+    assert "step_00000005/model.safetensors" in warnings[0] and "truncated" in warnings[0]
+    assert resumed["resumed_from"].endswith("step_00000004")
+    assert step_losses(resumed) == pytest.approx(expected, rel=1e-5, abs=1e-6)
+    # the skipped checkpoint did not outlive the rotation in place of a good one
+    assert sorted(p.name for p in ckpts.iterdir()) == ["step_00000007", "step_00000008"]
+
+    # 2. Both checkpoints damaged (bytes flipped at the same size, a file missing): none is used, the run starts
+    # afresh and still gives the uninterrupted run's losses.
+    flip_bytes(ckpts / "step_00000008" / "optimizer.bin")
+    (ckpts / "step_00000007" / "model.safetensors").unlink()
+    caplog.clear()
+    reset_accelerate()
+    with caplog.at_level("WARNING", logger="multimsd"):
+        fresh = loop.run(tiny_cfg(tmp_path, "run"))
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING" and "checkpoint" in r.msg]
+    assert len(warnings) == 2, warnings
+    assert "step_00000008/optimizer.bin" in warnings[0] and "SHA-256" in warnings[0]
+    assert "step_00000007/model.safetensors is missing" in warnings[1]
+    assert fresh["resumed_from"] is None
+    assert step_losses(fresh) == pytest.approx(expected, rel=1e-5, abs=1e-6)
+
+    # 3. The best model, reloaded for the final predictions, is checked the same way: a damaged file is an error
+    # naming it, never silently used.
+    from multimsd.training.config import TrainConfig
+    from multimsd.training.kinds import get_kind
+
+    class Unwrapping:  # load_best only asks the accelerator to unwrap the model
+        @staticmethod
+        def unwrap_model(model):
+            return model
+
+    best = tmp_path / "ref" / "best"
+    victim = max((p for p in best.iterdir() if p.name != MANIFEST), key=lambda p: p.stat().st_size)
+    flip_bytes(victim)
+    with pytest.raises(MultimsdError, match=rf"best model cannot be used: .*{victim.name} does not match"):
+        loop.load_best(TrainConfig(), get_kind("causal"), best, Unwrapping(), object())
