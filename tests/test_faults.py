@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
 import pytest
 from conftest import run_cli
 
@@ -178,3 +179,89 @@ def test_corrupted_checkpoint_is_reported_and_the_previous_one_resumed(tmp_path,
     flip_bytes(victim)
     with pytest.raises(MultimsdError, match=rf"best model cannot be used: .*{victim.name} does not match"):
         loop.load_best(TrainConfig(), get_kind("causal"), best, Unwrapping(), object())
+
+
+# --- the SQLite embedding cache: checked on open, vectors checked on read
+
+TEXTS = [
+    "Deep vein thrombosis is a clot.",
+    "Ein Blutgerinnsel im Bein.",
+    "脚の静脈に血栓ができます。",
+    "short",
+]
+
+
+def embedder_cfg(tiny_encoder):
+    from multimsd.config import EmbedderConfig
+
+    return EmbedderConfig(name="tiny", model=str(tiny_encoder), backend="transformers", pooling="cls")
+
+
+def cache_warnings(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelname == "WARNING" and "embedding cache" in r.msg]
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated"])
+def test_damaged_embedding_cache_is_moved_aside_and_rebuilt(tiny_encoder, tmp_path, caplog, damage):
+    from multimsd.alignment.embed import Embedder
+
+    cfg = embedder_cfg(tiny_encoder)
+    expected = Embedder(cfg, tmp_path / "fresh").encode(TEXTS)
+    first = Embedder(cfg, tmp_path / "cache")
+    first.encode(TEXTS)
+    # enough rows that the database spans several pages, so a cut falls inside its b-tree
+    first.encode([f"filler sentence number {i}" for i in range(300)], show_progress=False)
+    path = first.cache.path
+    first.cache.close()
+    if damage == "garbage":
+        path.write_bytes(b"this is not a database\n" * 100)
+    else:
+        data = path.read_bytes()
+        assert len(data) > 4 * 4096
+        path.write_bytes(data[: len(data) // 2])
+
+    with caplog.at_level("WARNING", logger="multimsd"):
+        again = Embedder(cfg, tmp_path / "cache")
+        got = again.encode(TEXTS)
+    warnings = cache_warnings(caplog)
+    assert len(warnings) == 1 and str(path) in warnings[0] and "damaged" in warnings[0], warnings
+    assert again.n_encoded == len(TEXTS)  # nothing of the damaged file was used
+    np.testing.assert_array_equal(got, expected)
+    assert path.with_name(path.name + ".corrupt").is_file()
+    # the rebuilt cache is a good one: the next run opens it quietly and takes everything from it
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="multimsd"):
+        third = Embedder(cfg, tmp_path / "cache")
+        np.testing.assert_array_equal(third.encode(TEXTS), expected)
+    assert third.n_encoded == 0 and cache_warnings(caplog) == []
+
+
+def test_cached_vector_of_the_wrong_length_is_encoded_again(tiny_encoder, tmp_path, caplog):
+    import sqlite3
+
+    from multimsd.alignment.embed import Embedder, EmbeddingCache
+
+    cfg = embedder_cfg(tiny_encoder)
+    first = Embedder(cfg, tmp_path)
+    expected = first.encode(TEXTS)
+    assert first.cache.dim == expected.shape[1]
+    path = first.cache.path
+    first.cache.close()
+    db = sqlite3.connect(path)
+    cut = EmbeddingCache.key("", TEXTS[0])
+    db.execute("UPDATE emb SET vec = substr(vec, 1, 10) WHERE key = ?", (cut,))  # 10 bytes: 2.5 floats
+    # doubled, and stored as TEXT by ||: neither its type nor its length is a vector's
+    db.execute("UPDATE emb SET vec = vec || vec WHERE key = ?", (EmbeddingCache.key("", TEXTS[1]),))
+    db.commit()
+    db.close()
+
+    with caplog.at_level("WARNING", logger="multimsd"):
+        second = Embedder(cfg, tmp_path)
+        got = second.encode(TEXTS)
+    warnings = cache_warnings(caplog)
+    assert len(warnings) == 1 and "2 stored vector(s) of the wrong length" in warnings[0], warnings
+    assert second.n_encoded == 2  # only the two bad ones
+    np.testing.assert_array_equal(got, expected)
+    third = Embedder(cfg, tmp_path)  # and they were overwritten with good ones
+    np.testing.assert_array_equal(third.encode(TEXTS), expected)
+    assert third.n_encoded == 0
