@@ -265,3 +265,31 @@ def test_cached_vector_of_the_wrong_length_is_encoded_again(tiny_encoder, tmp_pa
     third = Embedder(cfg, tmp_path)  # and they were overwritten with good ones
     np.testing.assert_array_equal(third.encode(TEXTS), expected)
     assert third.n_encoded == 0
+
+
+# --- offline model builds: the marker lists every file's size
+
+
+def test_truncated_file_of_a_cached_build_forces_a_rebuild(tmp_path, caplog):
+    from multimsd.buildcache import MARKER, cached_build
+
+    calls = []
+
+    def write(out):
+        calls.append(out)
+        (out / "weights.bin").write_bytes(bytes(range(256)) * 16)
+        (out / "sub").mkdir()
+        (out / "sub" / "vocab.txt").write_text("a\nb\n", encoding="utf-8")
+        return {}
+
+    build = lambda: cached_build(tmp_path, "m", {"v": 1}, ("weights.bin",), write, force=False)  # noqa: E731
+    target = build()
+    assert build() == target and len(calls) == 1  # a good build is reused
+    assert '"sub/vocab.txt": 4' in (target / MARKER).read_text(encoding="utf-8")
+    truncate(target / "weights.bin")
+    with caplog.at_level("WARNING", logger="multimsd"):
+        assert build() == target
+    assert len(calls) == 2
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1 and "weights.bin has 2048 bytes, the marker says 4096" in warnings[0], warnings
+    assert (target / "weights.bin").read_bytes() == bytes(range(256)) * 16
