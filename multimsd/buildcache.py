@@ -53,7 +53,42 @@ def is_valid_build(path: Path, fingerprint: dict[str, Any], required: tuple[str,
         return False
     if not isinstance(marker, dict) or marker.get("source") != fingerprint:
         return False
-    return all((path / f).is_file() for f in required)
+    if not all((path / f).is_file() for f in required):
+        return False
+    problem = _size_problem(path, marker.get("files"))
+    if problem is not None:
+        if problem not in _reported:  # is_valid_build runs up to three times per build: say it once
+            _reported.add(problem)
+            logger.warning("cached build %s is damaged (%s): building it again", path, problem)
+        return False
+    return True
+
+
+_reported: set[str] = set()
+
+
+def _file_sizes(directory: Path) -> dict[str, int]:
+    return {
+        p.relative_to(directory).as_posix(): p.stat().st_size
+        for p in sorted(directory.rglob("*"))
+        if p.is_file() and p.name != MARKER
+    }
+
+
+def _size_problem(path: Path, sizes: object) -> str | None:
+    """A file of the marker's list that is missing or of another size: a stat per file, cheap on every load
+    (unlike a hash of gigabytes of weights). Markers from before the list was kept are not checked."""
+    if sizes is None:
+        return None
+    if not isinstance(sizes, dict):
+        return f"{path / MARKER} has no valid file list"
+    for rel, size in sizes.items():
+        f = path / rel
+        if not f.is_file():
+            return f"{f} is missing"
+        if f.stat().st_size != size:
+            return f"{f} has {f.stat().st_size} bytes, the marker says {size}"
+    return None
 
 
 @contextlib.contextmanager
@@ -172,6 +207,9 @@ def cached_build(
                 "name": name,
                 "source": fingerprint,
                 **extra,
+                "files": _file_sizes(
+                    tmp
+                ),  # sizes, checked by is_valid_build: a truncated file forces a rebuild
                 "built_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             }
             (tmp / MARKER).write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")

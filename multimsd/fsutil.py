@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import tempfile
@@ -39,3 +40,33 @@ def atomic_directory(out: Path) -> Iterator[Path]:
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def check_writable_dir(path: Path | str, what: str) -> None:
+    """Fail now, in one line, if the directory ``path`` could not be created or written later.
+
+    Called at the start of a stage so that an impossible output location (``/proc/...``, a path under a regular
+    file, a read-only mount) is reported before minutes of work, not as a traceback at the end. Nothing is
+    created: the nearest existing ancestor is probed with a temporary file that is removed at once. (Permission
+    bits alone would not do: root passes every mode check and still cannot write ``/proc`` or a read-only mount.)
+    """
+    path = Path(path).absolute()
+    probe = path
+    while not probe.exists():
+        if probe.parent == probe:  # pragma: no cover - "/" always exists
+            break
+        if probe.is_symlink():  # a dangling link: mkdir would fail on it
+            raise MultimsdError(f"{what} {path}: {probe} is a dangling symbolic link")
+        probe = probe.parent
+    if not probe.is_dir():
+        where = "is" if probe == path else f"is under {probe}, which is"
+        raise MultimsdError(f"{what} {path} {where} not a directory")
+    try:
+        fd, name = tempfile.mkstemp(prefix=".multimsd-write-test-", dir=probe)
+    except OSError as e:
+        # /proc answers ENOENT to a new file in an existing directory: say what it means.
+        reason = "it does not accept new files" if e.errno == errno.ENOENT else e.strerror or type(e).__name__
+        where = "" if probe == path else f" (its nearest existing parent {probe})"
+        raise MultimsdError(f"{what} {path} cannot be written{where}: {reason}") from None
+    os.close(fd)
+    os.unlink(name)

@@ -95,6 +95,9 @@ def test_checkpoint_of_another_adapter_is_refused(tmp_path):
     weights = saved_keys(ckpt)
     dropped = sorted(weights)[0]
     save_file({k: v for k, v in weights.items() if k != dropped}, str(ckpt / "model.safetensors"))
+    from multimsd.training.checkpoint import write_manifest
+
+    write_manifest(ckpt)  # a whole checkpoint (of another adapter), not a damaged one: it passes verification
     from accelerate.state import AcceleratorState, GradientState
 
     AcceleratorState._reset_state(True)

@@ -18,7 +18,7 @@ from multimsd.alignment.encode import embed_documents, make_embedder
 from multimsd.alignment.goldscore import best_threshold, split_gold_ids, sweep, write_json
 from multimsd.config import AlignConfig
 from multimsd.errors import MultimsdError
-from multimsd.fsutil import atomic_directory, check_replaceable
+from multimsd.fsutil import atomic_directory, check_replaceable, check_writable_dir
 from multimsd.gold import GoldDoc, load_gold_docs
 
 log = logging.getLogger(__name__)
@@ -131,6 +131,7 @@ def plot_pr(results: dict, path: Path) -> None:
 def run_gold(cfg: AlignConfig) -> dict:
     out = Path(cfg.gold.report_dir)
     check_replaceable(out, "gold_results.json", "a gold report")
+    check_writable_dir(out, "gold.report_dir")
     docs = load_gold_docs(cfg.gold.path)
     results = evaluate_gold(cfg, docs)
     table = gold_markdown(results)

@@ -33,7 +33,7 @@ from multimsd.alignment.filters import filter_pairs
 from multimsd.alignment.stats import corpus_statistics, statistics_markdown
 from multimsd.config import AlignConfig
 from multimsd.errors import MultimsdError
-from multimsd.fsutil import atomic_directory, check_replaceable
+from multimsd.fsutil import atomic_directory, check_replaceable, check_writable_dir
 from multimsd.io import check_languages, load_article_pairs
 from multimsd.split import SPLITS, split_article_ids
 
@@ -184,6 +184,7 @@ def build_dataset_dict(rows: list[dict]):
 def _check_output_dir(out_dir: Path) -> None:
     # Never clobber something that is not an earlier output of ours.
     check_replaceable(out_dir, "dataset_dict.json", "a multimsd aligned dataset")
+    check_writable_dir(out_dir, "output.dir")
 
 
 def write_output(out_dir: Path, rows: list[dict], stats: dict, markdown: str, cfg: AlignConfig) -> None:

@@ -36,7 +36,7 @@ from multimsd.evaluation.inputs import BASELINES, load_predictions, load_referen
 from multimsd.evaluation.intervals import bootstrap_settings, check_bootstrap, language_intervals
 from multimsd.evaluation.report import markdown_report, write_outputs
 from multimsd.evaluation.scoring import evaluate_language, parse_select_by, pool_languages, rank_systems
-from multimsd.fsutil import check_replaceable
+from multimsd.fsutil import check_replaceable, check_writable_dir
 
 log = logging.getLogger(__name__)
 
@@ -138,6 +138,7 @@ def run(cfg: EvaluateConfig | DictConfig | dict) -> dict:
     check_config(cfg)
     out_dir = Path(cfg.output.dir)
     check_replaceable(out_dir, MARKER, "a multimsd evaluation output")
+    check_writable_dir(out_dir, "output.dir")
 
     # 1. references and predictions
     refs = load_references(cfg)

@@ -12,14 +12,29 @@ state dicts about to be written, and keeps only the parameters with ``requires_g
 an 8B model at r=4). Loading is then non-strict for such a model, so :func:`load_checkpoint` first checks that
 the file holds exactly the trainable parameters: a checkpoint of another adapter fails loudly instead of
 resuming half-initialised. Fully trained models (mBART, the LSTM) are saved and loaded whole, strictly.
+
+Every checkpoint (and the ``best/`` model) ends with :data:`MANIFEST`, written last, before the directory is
+renamed into place: the size and SHA-256 of every other file in it. The rename makes a half-written checkpoint
+impossible; the manifest catches what happens to it afterwards (a disk that filled up under a copy, a truncated
+sync, flipped bytes). :func:`last_checkpoint` returns the newest checkpoint that matches its manifest, with a
+warning naming the file of each newer one that does not, so a run resumes from the previous good checkpoint (or
+starts afresh) instead of loading garbage or dying on an unpickling error.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import logging
+import os
 import shutil
 from pathlib import Path
 
 from multimsd.errors import MultimsdError
+
+log = logging.getLogger(__name__)
+
+MANIFEST = "multimsd_manifest.json"
 
 
 class TrainState:
@@ -93,9 +108,72 @@ def load_checkpoint(accelerator, ckpt: Path, model) -> None:
     accelerator.load_state(str(ckpt), strict=False)
 
 
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _files(directory: Path) -> list[Path]:
+    return sorted(p for p in directory.rglob("*") if p.is_file() and p.name != MANIFEST)
+
+
+def write_manifest(directory: Path) -> None:
+    """Record size and SHA-256 of every file in ``directory``; call it when the directory is complete."""
+    entries = {
+        p.relative_to(directory).as_posix(): {"size": p.stat().st_size, "sha256": _sha256(p)}
+        for p in _files(directory)
+    }
+    tmp = directory / f".{MANIFEST}.tmp"
+    with tmp.open("w", encoding="utf-8") as f:
+        json.dump({"files": entries}, f, indent=1, sort_keys=True)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, directory / MANIFEST)
+
+
+def manifest_problem(directory: Path) -> str | None:
+    """Why ``directory`` does not match its manifest (naming the file), or None when every file does."""
+    manifest = directory / MANIFEST
+    try:
+        entries = json.loads(manifest.read_text(encoding="utf-8"))["files"]
+        if not isinstance(entries, dict):
+            raise TypeError("files is not an object")
+    except FileNotFoundError:
+        return f"{manifest} is missing (an incomplete copy, or written before multimsd kept manifests)"
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        return f"{manifest} is unreadable ({type(e).__name__}: {e})"
+    for rel, want in sorted(entries.items()):
+        path = directory / rel
+        if not path.is_file():
+            return f"{path} is missing"
+        size = path.stat().st_size
+        if size != want["size"]:
+            return f"{path} has {size} bytes, the manifest says {want['size']} (truncated or overwritten)"
+        if _sha256(path) != want["sha256"]:
+            return f"{path} does not match its SHA-256 in the manifest (corrupted)"
+    extra = [p.relative_to(directory).as_posix() for p in _files(directory)]
+    extra = [rel for rel in extra if rel not in entries]
+    if extra:
+        return f"{directory / extra[0]} is not in the manifest (added after the checkpoint was written)"
+    return None
+
+
+def _step(p: Path) -> int:
+    return int(p.name.split("_")[1])
+
+
 def last_checkpoint(out: Path) -> Path | None:
-    ckpts = sorted((out / "checkpoints").glob("step_*"), key=lambda p: int(p.name.split("_")[1]))
-    return ckpts[-1] if ckpts else None
+    """The newest checkpoint under ``out`` that matches its manifest; each newer one that does not is reported
+    (one warning naming the bad file) and skipped."""
+    for ckpt in sorted((out / "checkpoints").glob("step_*"), key=_step, reverse=True):
+        problem = manifest_problem(ckpt)
+        if problem is None:
+            return ckpt
+        log.warning("checkpoint %s is not used: %s", ckpt.name, problem)
+    return None
 
 
 def save_checkpoint(accelerator, out: Path, state: TrainState, keep: int = 2) -> None:
@@ -107,11 +185,17 @@ def save_checkpoint(accelerator, out: Path, state: TrainState, keep: int = 2) ->
     final = out / "checkpoints" / f"step_{state.step:08d}"
     tmp = out / "checkpoints" / f".tmp_step_{state.step:08d}"
     accelerator.save_state(str(tmp))
-    accelerator.wait_for_everyone()
+    accelerator.wait_for_everyone()  # every process's files (RNG states, shards) are in `tmp`
     if accelerator.is_main_process:
+        write_manifest(tmp)  # last: a checkpoint with a manifest was complete when it was written
         if final.exists():
             shutil.rmtree(final)
         tmp.rename(final)
-        for p in sorted((out / "checkpoints").glob("step_*"))[:-keep]:
+        ckpts = sorted((out / "checkpoints").glob("step_*"), key=_step)
+        # Checkpoints past this step are ones this run skipped as corrupted when it resumed (else it would have
+        # resumed from them): they go, so that they cannot hold a place of the `keep` good ones.
+        stale = [p for p in ckpts if _step(p) > state.step]
+        kept = [p for p in ckpts if _step(p) <= state.step]
+        for p in stale + kept[:-keep]:
             shutil.rmtree(p, ignore_errors=True)
     accelerator.wait_for_everyone()

@@ -29,12 +29,15 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from multimsd.errors import MultimsdError
+from multimsd.fsutil import check_writable_dir
 from multimsd.training.checkpoint import (
     TrainState,
     last_checkpoint,
     load_checkpoint,
+    manifest_problem,
     register_trainable_only_hooks,
     save_checkpoint,
+    write_manifest,
 )
 from multimsd.training.config import TrainConfig
 from multimsd.training.data import (
@@ -149,6 +152,7 @@ def run(cfg: TrainConfig | DictConfig | dict) -> dict:
     check_config(cfg)
     kind = get_kind(cfg.model.kind)
     out = Path(cfg.output_dir)
+    check_writable_dir(out, "output_dir")  # before loading data and model, not at the first write
     rows = select(load_pairs(cfg.data.path), cfg.data, cfg.seed)
     if not rows["train"] and cfg.mode == "train":
         raise MultimsdError("the training split is empty")
@@ -382,6 +386,7 @@ def save_model(accelerator, kind: ModelKind, model, tokenizer, path: Path) -> No
 
         with atomic_directory(path) as tmp:
             kind.save_pretrained(accelerator.unwrap_model(model), tokenizer, tmp, accelerator.save)
+            write_manifest(tmp)  # last, as for checkpoints: load_best checks it
     accelerator.wait_for_everyone()
 
 
@@ -390,6 +395,9 @@ def load_best(cfg: TrainConfig, kind: ModelKind, path: Path, accelerator, model)
     unwrapped = accelerator.unwrap_model(model)
     if not path.exists():
         return unwrapped
+    # Predictions from a damaged best model would be silently wrong numbers: refuse, naming the file.
+    if problem := manifest_problem(path):
+        raise MultimsdError(f"the best model cannot be used: {problem}; train again into a new output_dir")
     return kind.load_best(cfg, path, unwrapped)
 
 

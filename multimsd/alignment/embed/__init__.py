@@ -85,32 +85,100 @@ def load_model(cfg: EmbedderConfig):
 
 
 class EmbeddingCache:
-    """A SQLite table of float32 vectors keyed by sha1(prefix + text), one database per model fingerprint."""
+    """A SQLite table of float32 vectors keyed by sha1(prefix + text), one database per model fingerprint.
+
+    A cache is only ever a shortcut, so damage to it must cost time, never correctness: a file that is not a
+    database or fails ``PRAGMA quick_check`` is reported, moved aside (``*.sqlite.corrupt``) and replaced by an
+    empty cache; a stored vector whose length is not the model's dimension (``meta.dim``, set by every write) is
+    reported and treated as a miss, so it is encoded again and overwritten.
+    """
 
     def __init__(self, root: Path, fingerprint: str):
         root.mkdir(parents=True, exist_ok=True)
         name = hashlib.sha1(fingerprint.encode()).hexdigest()[:16]
         self.path = root / f"{name}.sqlite"
-        self.db = sqlite3.connect(self.path)
+        self.db = self._open_checked()
         self.db.execute("CREATE TABLE IF NOT EXISTS emb (key BLOB PRIMARY KEY, vec BLOB NOT NULL)")
         self.db.execute("CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT)")
         self.db.execute("INSERT OR REPLACE INTO meta VALUES ('fingerprint', ?)", (fingerprint,))
+        self.db.commit()
+        row = self.db.execute("SELECT v FROM meta WHERE k = 'dim'").fetchone()
+        self.dim: int | None = int(row[0]) if row and str(row[0]).isdigit() else None
+        if self.dim is None:  # a cache written before `dim` was recorded: its usual vector length is the dim
+            row = self.db.execute(
+                "SELECT length(vec) FROM emb GROUP BY 1 ORDER BY count(*) DESC LIMIT 1"
+            ).fetchone()
+            if row and row[0] % 4 == 0 and row[0] > 0:
+                self._set_dim(row[0] // 4)
+
+    def _open_checked(self) -> sqlite3.Connection:
+        problem = None
+        try:
+            db = sqlite3.connect(self.path)
+            rows = db.execute("PRAGMA quick_check").fetchall()
+            if rows != [("ok",)]:
+                problem = "; ".join(str(r[0]) for r in rows[:3])
+        except sqlite3.DatabaseError as e:  # "file is not a database", "database disk image is malformed"
+            problem = str(e)
+        if problem is None:
+            return db
+        db.close()
+        aside = self.path.with_name(self.path.name + ".corrupt")
+        self.path.replace(aside)
+        # A journal left beside the damaged file would be replayed into the new, empty database.
+        for suffix in ("-journal", "-wal", "-shm"):
+            self.path.with_name(self.path.name + suffix).unlink(missing_ok=True)
+        log.warning(
+            "embedding cache %s is damaged (%s): moved to %s; starting an empty cache",
+            self.path,
+            problem,
+            aside.name,
+        )
+        return sqlite3.connect(self.path)
+
+    def _set_dim(self, dim: int) -> None:
+        self.dim = dim
+        self.db.execute("INSERT OR REPLACE INTO meta VALUES ('dim', ?)", (str(dim),))
         self.db.commit()
 
     @staticmethod
     def key(prefix: str, text: str) -> bytes:
         return hashlib.sha1(f"{prefix}\x00{text}".encode()).digest()
 
+    def _whole(self, v: object) -> bool:
+        """Whether ``v`` is a stored vector of the model's dimension (any whole float32 count while unknown)."""
+        if not isinstance(v, bytes):
+            return False
+        return len(v) == 4 * self.dim if self.dim else len(v) > 0 and len(v) % 4 == 0
+
     def get_many(self, keys: list[bytes]) -> dict[bytes, np.ndarray]:
-        found = {}
+        found, bad = {}, 0
         for start in range(0, len(keys), 900):  # SQLite's bound-parameter limit
             chunk = keys[start : start + 900]
-            q = f"SELECT key, vec FROM emb WHERE key IN ({','.join('?' * len(chunk))})"
-            for k, v in self.db.execute(q, chunk):
+            # CAST: a value that is not a BLOB (damage) must not fail the query by being decoded as UTF-8 text
+            q = (
+                "SELECT key, CAST(vec AS BLOB), typeof(vec) = 'blob' FROM emb "
+                f"WHERE key IN ({','.join('?' * len(chunk))})"
+            )
+            for k, v, is_blob in self.db.execute(q, chunk):
+                if not (is_blob and self._whole(v)):
+                    bad += 1
+                    continue
                 found[k] = np.frombuffer(v, dtype=np.float32)
+        if bad:
+            log.warning(
+                "embedding cache %s: %d stored vector(s) of the wrong length (dimension %s): encoded again",
+                self.path,
+                bad,
+                self.dim,
+            )
         return found
 
     def put_many(self, items: list[tuple[bytes, np.ndarray]]) -> None:
+        if items:
+            dim = int(np.asarray(items[0][1]).size)
+            if dim != self.dim:  # the model's output is the truth, whatever an older or damaged meta said
+                self._set_dim(dim)
         self.db.executemany(
             "INSERT OR REPLACE INTO emb VALUES (?, ?)",
             [(k, np.asarray(v, dtype=np.float32).tobytes()) for k, v in items],
