@@ -190,20 +190,9 @@ def plan(cfg: RunConfig | DictConfig, run_dir: Path) -> list[Stage]:
 # ------------------------------------------------------------------------------------------- checks
 def check_run_dir(run_dir: Path) -> None:
     """One line, before any work, when the run directory cannot be written or is someone else's directory."""
-    probe = run_dir
-    while not probe.exists():
-        if probe.parent == probe:
-            break
-        probe = probe.parent
-    if not probe.is_dir():
-        raise MultimsdError(f"dir={run_dir}: {probe} is not a directory; cannot write the run there")
-    import tempfile
+    from multimsd.fsutil import check_writable_dir
 
-    try:
-        with tempfile.TemporaryFile(dir=probe):
-            pass
-    except OSError as e:
-        raise MultimsdError(f"dir={run_dir}: cannot write in {probe} ({e.strerror or e})") from None
+    check_writable_dir(run_dir, "dir")
     if (
         run_dir.is_dir()
         and any(run_dir.iterdir())
