@@ -131,7 +131,12 @@ def test_two_processes_write_the_same_dataset_as_one(tmp_path, repo_root):
     stats = [json.loads((tmp_path / n / "stats.json").read_text()) for n in ("one", "two")]
     assert stats[0] == stats[1]
     assert stats[1]["sentences_encoded"] > 0
-    # The main process alone wrote the embedding cache: a rerun in one process encodes nothing.
-    again = _align(repo_root, tmp_path, "two", [sys.executable])
-    assert again.returncode == 0, again.stderr[-3000:]
-    assert json.loads((tmp_path / "two" / "stats.json").read_text())["sentences_encoded"] == 0
+
+
+def test_other_modes_refuse_several_processes(monkeypatch):
+    from multimsd.alignment.stage import check_config, to_config
+
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with pytest.raises(MultimsdError, match="mode=gold runs in one process"):
+        check_config(to_config({"mode": "gold"}))
+    check_config(to_config({"mode": "align"}))
