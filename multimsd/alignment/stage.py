@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
@@ -28,6 +29,7 @@ from omegaconf import DictConfig, OmegaConf
 from multimsd import LANGUAGES
 from multimsd.alignment.aligners import aligner_candidates, all_modes, check_threshold, get_aligner
 from multimsd.alignment.aligners.registry import STAGE_MODES
+from multimsd.alignment.embed.shard import current_shard
 from multimsd.alignment.encode import embed_documents, make_embedder, segment_pairs
 from multimsd.alignment.filters import filter_pairs
 from multimsd.alignment.stats import corpus_statistics, statistics_markdown
@@ -59,11 +61,18 @@ def check_config(cfg: AlignConfig) -> None:
         raise MultimsdError("output.push_to_hub=true needs output.hub_repo_id=<user>/<name>")
     if cfg.aligner.margin_k < 1:
         raise MultimsdError(f"aligner.margin_k={cfg.aligner.margin_k}: must be >= 1")
+    if cfg.mode != "align" and int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        # Only align mode shards its work; N processes of another mode would each write the same outputs.
+        raise MultimsdError(f"mode={cfg.mode} runs in one process: start it with `python align.py`")
 
 
 # ---------------------------------------------------------------------------------------------- the stage
 def run(cfg: AlignConfig | DictConfig | dict) -> dict:
-    """Run the alignment stage (or gold evaluation with ``mode=gold``); return the statistics."""
+    """Run the alignment stage (or gold evaluation with ``mode=gold``); return the statistics.
+
+    Under ``accelerate launch --num_processes N`` the sentence encoding is split across the processes; the
+    main process does everything else and returns the statistics, the others return an empty dict.
+    """
     cfg = to_config(cfg)
     check_config(cfg)
     if cfg.mode == "gold":
@@ -88,10 +97,16 @@ def run(cfg: AlignConfig | DictConfig | dict) -> dict:
     if cfg.data.max_articles:
         keep = sorted({p.article_id for p in pairs})[: cfg.data.max_articles]
         pairs = [p for p in pairs if p.article_id in set(keep)]
+    # Under `accelerate launch` every process got this far on the same input (so bad input fails the same
+    # way everywhere); they share the encoding, then the main process alone goes on.
+    shard = current_shard()
+    main = shard is None or shard.is_main
+    if not main:
+        logging.getLogger("multimsd").setLevel(logging.WARNING)  # one progress log, the main process's
     log.info("%d article pairs in %d language(s)", len(pairs), len({p.lang for p in pairs}))
 
     # 2. sentences
-    docs = segment_pairs(pairs, cfg.segment.cleanup, cfg.segment.boilerplate_fraction)
+    docs = segment_pairs(pairs, cfg.segment.cleanup, cfg.segment.boilerplate_fraction, show_progress=main)
 
     # 3.-4. the aligner's threshold-free candidates (on embeddings, computed once and cached, if it needs
     # them), then θ as a filter on their scores
@@ -99,9 +114,12 @@ def run(cfg: AlignConfig | DictConfig | dict) -> dict:
     aligner = get_aligner(a.method)
     inputs, n_encoded = docs, 0
     if aligner.needs == "embeddings":
-        embedder = make_embedder(cfg)
+        embedder = make_embedder(cfg, shard)
         inputs = embed_documents(embedder, docs, cfg)
         n_encoded = embedder.n_encoded
+    if not main:
+        # Its share of the vectors is with the main process, which matches and writes everything.
+        return {}
     matches = aligner_candidates(aligner, inputs, [p.lang for p in pairs], cfg, min_score=a.threshold)
     rows = []
     for p, (c_sents, s_sents), ms in zip(pairs, docs, matches):

@@ -18,13 +18,18 @@ import json
 import logging
 import sqlite3
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from multimsd.config import EmbedderConfig
 from multimsd.errors import MultimsdError
 from multimsd.io import hub_reachable
 from multimsd.paths import cache_dir as default_cache_dir
+
+if TYPE_CHECKING:
+    from multimsd.alignment.embed.shard import Shard
 
 log = logging.getLogger(__name__)
 
@@ -192,11 +197,13 @@ class EmbeddingCache:
 class Embedder:
     """Encode sentences to L2-normalised float32 vectors, through the cache."""
 
-    def __init__(self, cfg: EmbedderConfig, cache_root: str | Path | None = None):
+    def __init__(self, cfg: EmbedderConfig, cache_root: str | Path | None = None, shard: Shard | None = None):
         self.cfg = cfg
         self._model = None
         self.cache = None
-        if cfg.cache_embeddings:
+        # In a multi-process run only the main process reads and writes the cache (SQLite has one writer).
+        self.shard = shard
+        if cfg.cache_embeddings and (shard is None or shard.is_main):
             root = Path(cache_root) if cache_root else default_cache_dir() / "embeddings"
             self.cache = EmbeddingCache(root, self.fingerprint())
         self.n_encoded = 0  # sentences actually run through the model (the rest came from the cache)
@@ -218,38 +225,91 @@ class Embedder:
             self._model = load_model(self.cfg)
         return self._model
 
-    def _encode_uncached(self, texts: list[str], prefix: str, show_progress: bool) -> np.ndarray:
-        # Sorting by length keeps padding per batch small (sentence-transformers re-sorts inside encode
-        # too; doing it here makes the progress bar and the cache writes follow the same order).
-        order = sorted(range(len(texts)), key=lambda k: len(texts[k]), reverse=True)
-        vecs = self.model.encode(
-            [texts[k] for k in order],
+    def _encode_batch(self, texts: list[str], prefix: str) -> np.ndarray:
+        return self.model.encode(
+            texts,
             prompt=prefix or None,
-            batch_size=self.cfg.batch_size,
-            show_progress_bar=show_progress,
+            batch_size=len(texts),  # exactly one forward pass: the batch is ours, not re-cut inside
+            show_progress_bar=False,
             normalize_embeddings=self.cfg.normalize,
             convert_to_numpy=True,
         ).astype(np.float32)
-        out = np.empty_like(vecs)
-        out[order] = vecs
+
+    def _encode_uncached(self, texts: list[str], prefix: str, show_progress: bool) -> np.ndarray | None:
+        """Vectors of ``texts`` in order; in a multi-process run each process encodes its share of the batches,
+        and the main process gets all of them (the others None).
+
+        The batches are cut here, by length, the same way whatever the number of processes: a sentence's
+        vector depends on the padding of its batch, so the same batches make a 2- or 8-process run bitwise
+        identical to a 1-process run. Sorting by length also keeps the padding per batch small.
+        """
+        order = sorted(range(len(texts)), key=lambda k: len(texts[k]), reverse=True)
+        size = self.cfg.batch_size
+        batches = [order[i : i + size] for i in range(0, len(order), size)]
+        rank, world = (self.shard.rank, self.shard.world) if self.shard else (0, 1)
+        mine = range(rank, len(batches), world)  # dealt round-robin: long and short batches on every process
+        done: dict[int, np.ndarray] = {}
+        failure: str | None = None
+        try:
+            for b in tqdm(mine, desc="encoding", unit="batch", disable=not show_progress):
+                done[b] = self._encode_batch([texts[k] for k in batches[b]], prefix)
+        except Exception as e:
+            if self.shard is None or self.shard.is_main:
+                raise  # the launcher stops the other processes when the main one exits
+            # Hand the failure to the main process, which would otherwise wait in the gather below.
+            failure = f"{type(e).__name__}: {e}"
+        if self.shard is not None:
+            parts = self.shard.gather((failure, done))
+            if parts is None:  # not the main process: its share is handed over
+                if failure is not None:
+                    raise MultimsdError(f"encoding on process {rank} failed: {failure}")
+                return None
+            for r, (fail, part) in enumerate(parts):
+                if fail is not None:
+                    raise MultimsdError(f"encoding on process {r} of {world} failed: {fail}")
+                done.update(part)
+            shares = [sum(len(batches[b]) for b in range(r, len(batches), world)) for r in range(world)]
+            log.info(
+                "encoded %d sentences in %d batches on %d processes (sentences per process: %s)",
+                len(texts),
+                len(batches),
+                world,
+                ", ".join(map(str, shares)),
+            )
+        out = np.empty((len(texts), next(iter(done.values())).shape[1]), dtype=np.float32)
+        for b, rows in enumerate(batches):
+            out[rows] = done[b]
         self.n_encoded += len(texts)
         return out
 
-    def encode(self, texts: list[str], prefix: str = "", show_progress: bool = True) -> np.ndarray:
-        """Embed ``texts`` (each prefixed with ``prefix``); cached vectors are not recomputed."""
+    def encode(self, texts: list[str], prefix: str = "", show_progress: bool = True) -> np.ndarray | None:
+        """Embed ``texts`` (each prefixed with ``prefix``); cached vectors are not recomputed.
+
+        In a multi-process run every process calls this with the same ``texts``; the main process gets the
+        vectors, the others None after encoding their share of what the main process's cache lacks.
+        """
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
+        main = self.shard is None or self.shard.is_main
+        show_progress = show_progress and main
         unique = list(dict.fromkeys(texts))
-        if self.cache is None:
-            table = dict(zip(unique, self._encode_uncached(unique, prefix, show_progress)))
-        else:
+        table: dict[str, np.ndarray] = {}
+        keys: dict[str, bytes] = {}
+        if self.cache is not None:
             keys = {t: EmbeddingCache.key(prefix, t) for t in unique}
             hits = self.cache.get_many(list(keys.values()))
             table = {t: hits[k] for t, k in keys.items() if k in hits}
-            todo = [t for t in unique if t not in table]
-            if todo:
+        todo = [t for t in unique if t not in table]
+        if self.shard is not None:
+            todo = self.shard.broadcast(todo)  # what the main process's cache lacks is what all encode
+        if todo:
+            if main and self.cache is not None:
                 log.info("encoding %d sentences (%d cached)", len(todo), len(table))
-                vecs = self._encode_uncached(todo, prefix, show_progress)
+            vecs = self._encode_uncached(todo, prefix, show_progress)
+            if vecs is not None:
                 table.update(zip(todo, vecs))
-                self.cache.put_many([(keys[t], v) for t, v in zip(todo, vecs)])
+                if self.cache is not None:
+                    self.cache.put_many([(keys[t], v) for t, v in zip(todo, vecs)])
+        if not main:
+            return None
         return np.stack([table[t] for t in texts])
