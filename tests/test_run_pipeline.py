@@ -83,7 +83,7 @@ def reference_run(tmp_path_factory) -> Path:
 def test_run_writes_every_stage_and_results(reference_run):
     d = reference_run
     assert (d / "align" / "dataset_dict.json").is_file() and (d / "align" / "stats.json").is_file()
-    systems = {"smollm2_0shot", "smollm2_lora_theta1", "smollm2_lora_theta4"}
+    systems = {"zero_shot", "finetuned_theta1", "finetuned_theta4"}
     assert {p.name for p in (d / "systems").iterdir()} == systems
     for s in systems:
         assert (d / "systems" / s / "predictions" / "test" / "en.txt").is_file()
@@ -93,17 +93,17 @@ def test_run_writes_every_stage_and_results(reference_run):
     # results.json carries the evaluation's numbers unchanged
     assert results["systems"]["copy"]["en"]["sari"] == evaluation["systems"]["copy"]["en"]["sari"]
     run = json.loads((d / "run.json").read_text())
-    assert run["systems"]["smollm2_lora_theta4"]["theta"] == 4.0
+    assert run["systems"]["finetuned_theta4"]["theta"] == 4.0
     assert run["sweep"] == {
         "parameter": "loss.theta",
-        "systems": ["smollm2_lora_theta1", "smollm2_lora_theta4"],
+        "systems": ["finetuned_theta1", "finetuned_theta4"],
     }
-    assert set(run["timings"]) >= {"align", "evaluate", "train/smollm2_lora_theta1"}
+    assert set(run["timings"]) >= {"align", "evaluate", "train/finetuned_theta1"}
     # θ reached the training: the weighted loss differs between the two settings
-    trained = ("smollm2_lora_theta1", "smollm2_lora_theta4")
+    trained = ("finetuned_theta1", "finetuned_theta4")
     hist = {s: json.loads((d / "systems" / s / "all_results.json").read_text())["history"] for s in trained}
     first = {s: next(h["loss"] for h in hist[s] if "step" in h) for s in trained}
-    assert first["smollm2_lora_theta4"] > first["smollm2_lora_theta1"] * 1.5
+    assert first["finetuned_theta4"] > first["finetuned_theta1"] * 1.5
 
 
 def test_rerun_skips_unchanged_and_reruns_downstream_of_a_change(reference_run, tmp_path):
@@ -123,14 +123,14 @@ def test_rerun_skips_unchanged_and_reruns_downstream_of_a_change(reference_run, 
     assert ev.returncode == 0, ev.stderr[-2000:]
     assert ran(ev) == ["evaluate"] and "align" in skipped(ev)
     # a changed training setting of one system re-runs that system and the evaluation
-    tr = multimsd(d, "evaluate.metrics.lowercase=false", "systems.smollm2_lora.train.optim.lr=0.01")
+    tr = multimsd(d, "evaluate.metrics.lowercase=false", "systems.finetuned.train.optim.lr=0.01")
     assert tr.returncode == 0, tr.stderr[-2000:]
-    assert ran(tr) == ["train/smollm2_lora_theta1", "train/smollm2_lora_theta4", "evaluate"]
-    assert numbers(d)["losses"]["smollm2_lora_theta1"] != before["losses"]["smollm2_lora_theta1"]
+    assert ran(tr) == ["train/finetuned_theta1", "train/finetuned_theta4", "evaluate"]
+    assert numbers(d)["losses"]["finetuned_theta1"] != before["losses"]["finetuned_theta1"]
     # an output changed behind the run's back is detected and rebuilt, never used
     res = d / "evaluation" / "results.json"
     res.write_text(res.read_text().replace('"sari"', '"sarI"', 1))
-    fix = multimsd(d, "evaluate.metrics.lowercase=false", "systems.smollm2_lora.train.optim.lr=0.01")
+    fix = multimsd(d, "evaluate.metrics.lowercase=false", "systems.finetuned.train.optim.lr=0.01")
     assert fix.returncode == 0 and ran(fix) == ["evaluate"], fix.stderr[-2000:]
     assert "changed since the stage finished" in fix.stderr
     assert '"sarI"' not in res.read_text()
@@ -154,7 +154,7 @@ def wait_then_kill(proc: subprocess.Popen, ready, timeout: float = 300) -> bool:
 def test_sigkill_at_three_points_then_same_numbers(reference_run, tmp_path):
     d = tmp_path / "killed"
     stages = d / ".stages"
-    ckpt = d / "systems" / "smollm2_lora_theta1" / "checkpoints"
+    ckpt = d / "systems" / "finetuned_theta1" / "checkpoints"
     points = {
         "training the first system (alignment finished)": lambda: (stages / "align.json").exists(),
         "between checkpoints of a training run": lambda: ckpt.is_dir() and any(ckpt.glob("step_*")),
@@ -181,7 +181,7 @@ def test_bad_input_fails_in_one_line_before_any_work(tmp_path):
         "unknown run key": (["colour=red"], "run config"),
         "unknown system kind": (["systems.copy.kind=magic"], "systems.copy.kind"),
         "training override of an unknown system": (["systems.nope.train.optim.lr=1"], "systems.nope"),
-        "unwritable run dir": (["dir=/proc/no/run"], "cannot write"),
+        "unwritable run dir": (["dir=/proc/no/run"], "cannot be written"),
         "run dir under a file": ([f"dir={tmp_path / 'f.txt' / 'run'}"], "not a directory"),
     }
     (tmp_path / "f.txt").write_text("x")
@@ -214,3 +214,46 @@ def test_console_script_is_installed():
     assert exe.is_file(), "pip install -e . installs the multimsd command"
     out = subprocess.run([str(exe), "run", "--help"], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and "multimsd run" in out.stdout and "align.KEY=VALUE" in out.stdout
+
+
+@pytest.mark.parametrize(
+    "experiment, systems",
+    [
+        (
+            "llama31_multi_weighted",
+            ["zero_shot", *(f"finetuned_theta{t}" for t in (1, 2, 4, 8)), "five_shot"],
+        ),
+        ("mbart50_multi_weighted", [f"finetuned_theta{t}" for t in (1, 2, 4, 8)]),
+    ],
+)
+def test_paper_presets_compose_every_stage(experiment, systems, tmp_path):
+    """The presets' stage configs all compose (validated against the schemas) without running anything."""
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "multimsd.pipeline.cli",
+            "run",
+            f"experiment={experiment}",
+            f"dir={tmp_path / 'r'}",
+        ]
+        + ["align.data=jsonl", "align.data.path=pairs.jsonl", "--cfg"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    stages = [ln.split()[2].rstrip(":") for ln in proc.stdout.splitlines() if ln.startswith("# stage ")]
+    assert stages == ["align", *(f"train/{s}" for s in systems), "evaluate"]
+    assert not (tmp_path / "r").exists()
+
+
+def test_systems_can_be_added_and_dropped_from_the_command_line(tmp_path):
+    from multimsd.pipeline.run import compose, conf_dir, expand_systems
+
+    cfg = compose("run", ["debug=tiny"], config_dir=conf_dir() / "pipeline")
+    assert set(expand_systems(cfg)) == {"copy", "zero_shot", "finetuned_theta1", "finetuned_theta4"}
+    cfg.systems.zero_shot.enabled = False
+    cfg.sweep["values"] = ["2"]
+    assert set(expand_systems(cfg)) == {"copy", "finetuned_theta2"}
+    assert expand_systems(cfg)["finetuned_theta2"]["train"][-1] == "loss.theta=2"

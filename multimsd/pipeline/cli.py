@@ -26,6 +26,7 @@ Run keys (conf/pipeline/run.yaml):
   debug=tiny                   seconds-long run on tiny random models (tests)
   systems.NAME.kind=train|icl|copy   the systems compared in the report (a new NAME adds one)
   systems.NAME.label=TEXT            its name in the report
+  systems.NAME.enabled=false         leave a system of the defaults / a preset out
   systems.NAME.train.KEY=VALUE       a train.py override of that system only
   sweep.parameter=loss.theta sweep.values=[1,4]    one trained system per value
   compare=[a:b,...]            paired bootstrap comparisons (default: every pair)
@@ -43,7 +44,7 @@ Errors in the input print one line and exit with status 2.
 
 STAGE_KEY = re.compile(r"^(?P<op>\+{0,2}|~)(?P<stage>align|train|evaluate)\.(?P<rest>.+)$")
 SYSTEM_TRAIN_KEY = re.compile(r"^(?P<op>\+{0,2}|~)systems\.(?P<name>[\w-]+)\.train\.(?P<rest>.+)$")
-SYSTEM_FIELD = re.compile(r"^\+{0,2}systems\.(?P<name>[\w-]+)\.(?P<field>kind|label)=(?P<value>.*)$")
+SYSTEM_FIELD = re.compile(r"^\+{0,2}systems\.(?P<name>[\w-]+)\.(?P<field>kind|label|enabled)=(?P<value>.*)$")
 
 
 def route(overrides: list[str]) -> tuple[list[str], dict[str, list[str]], dict[str, dict]]:
@@ -106,10 +107,18 @@ def main(argv: list[str] | None = None) -> None:
             for field, value in fields.items():
                 if field == "train":
                     value = [*cfg.systems[name].train, *value]
+                elif field == "enabled":
+                    value = value.lower() not in ("false", "0", "no")
                 cfg.systems[name][field] = value
         load_plugins(list(cfg.plugins))
-        if show_cfg:
+        if show_cfg:  # the run's config, and the stages it would run (every stage config composed: validated)
+            from pathlib import Path
+
+            from multimsd.pipeline.run import plan
+
             print(OmegaConf.to_yaml(cfg))
+            for stage in plan(cfg, Path(cfg.dir).resolve()):
+                print(f"# stage {stage.name}: {stage.out}")
             return None
         results = run(cfg, args)
         print("\n".join(summary_lines(results)))

@@ -23,12 +23,15 @@ class SystemConfig:
     # train.py overrides of this system only, after the run's `train` list (e.g. [icl.shots=5], [loss.theta=4])
     train: list[str] = field(default_factory=list)
     label: str | None = None  # how the report names it; null = the system's name
+    enabled: bool = (
+        True  # false drops a system of the defaults or of a preset (systems.zero_shot.enabled=false)
+    )
 
 
 @dataclass
 class SweepConfig:
     # A train.py key swept over `values`: every system of kind train becomes one system per value, named
-    # <system>_<last part of the key><value> (smollm2_lora_theta4). null = no sweep.
+    # <system>_<last part of the key><value> (finetuned_theta4). null = no sweep.
     parameter: str | None = None
     values: list[str] = field(default_factory=list)
 

@@ -101,7 +101,7 @@ def register_schemas() -> None:
 
 def expand_systems(cfg: RunConfig | DictConfig) -> dict[str, dict]:
     """The systems of the run, each train system once per sweep value: name -> {kind, train, label, sweep}."""
-    systems = dict(cfg.systems)
+    systems = {name: sc for name, sc in cfg.systems.items() if sc.enabled}
     if not systems:
         raise MultimsdError("systems: empty; name at least one system (e.g. systems.copy.kind=copy)")
     param, values = cfg.sweep.parameter, list(cfg.sweep["values"])
