@@ -236,7 +236,8 @@ def check_same_references(stages: list[Stage]) -> None:
 
 
 def execute(stages: list[Stage], records: StageRecords, run_dir: Path) -> dict[str, dict]:
-    """Run (or skip) every stage in order; a stage after one that ran is never skipped."""
+    """Run (or skip) every stage in order. A stage that runs again with an unchanged config (its outputs were
+    damaged, or it was killed) writes the same outputs, so the stages after it keep their fingerprints."""
     status: dict[str, dict] = {}
     for i, stage in enumerate(stages, 1):
         head = f"[{i}/{len(stages)}] {stage.name}"
