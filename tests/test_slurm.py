@@ -131,8 +131,10 @@ def _sweep(cluster: Cluster, script: str, *overrides: str) -> subprocess.Complet
     return proc
 
 
-def _sacct(cluster: Cluster, name: str, expected: int, timeout: float = 60) -> dict[str, str]:
-    """{job id: state} of the jobs called ``name``, once accounting has ``expected`` of them finished.
+def _sacct(
+    cluster: Cluster, name: str, expected: int, timeout: float = 60, exclude: frozenset = frozenset()
+) -> dict[str, str]:
+    """{job id: state} of the jobs called ``name`` (less ``exclude``), once ``expected`` of them finished.
 
     Accounting records reach slurmdbd a moment after the sweep returns (its results file is written before the
     job step ends), hence the bounded wait.
@@ -146,7 +148,8 @@ def _sacct(cluster: Cluster, name: str, expected: int, timeout: float = 60) -> d
             text=True,
             check=True,
         ).stdout
-        jobs = {j: s for j, n, s in (line.split("|") for line in out.splitlines() if line) if n == name}
+        rows = (line.split("|") for line in out.splitlines() if line)
+        jobs = {j: s for j, n, s in rows if n == name and j not in exclude}
         done = [s for s in jobs.values() if s not in ("PENDING", "RUNNING", "COMPLETING")]
         if len(done) >= expected or time.monotonic() > deadline:
             return jobs
@@ -213,3 +216,67 @@ def test_align_sweep_shares_one_cache(cluster, tmp_path):
 
     states = _sacct(cluster, "align", 3)
     assert sorted(states.values()) == ["COMPLETED"] * 3, states
+
+
+def test_failed_job_is_reported_and_the_others_kept(cluster, tmp_path):
+    missing = tmp_path / "missing.jsonl"
+    earlier = frozenset(_sacct(cluster, "train", 0))  # other tests' jobs
+    proc = _sweep(
+        cluster,
+        "train.py",
+        "model=tiny_llama",
+        "debug=train_tiny",
+        f"data.path={missing},null",  # job 0 raises (no such data), job 1 trains on the bundled sample
+        f"output_dir={tmp_path}/j${{hydra:job.num}}",
+        f"hydra.sweep.dir={tmp_path}/sweep",
+    )
+    assert proc.returncode != 0
+    states = _sacct(cluster, "train", 2, exclude=earlier)
+    assert sorted(states.values()) == ["COMPLETED", "FAILED"], states
+    [failed] = [j for j, s in states.items() if s == "FAILED"]
+    # The sweep names the job, its SLURM state and the job's own error message.
+    assert f"Job {failed} " in proc.stderr and "state: FAILED" in proc.stderr, proc.stderr[-3000:]
+    assert f"training data not found: {missing}" in proc.stderr
+    # The launcher stops at the first failure; the other job runs on and its results are kept.
+    assert (tmp_path / "j1" / "all_results.json").exists()
+
+
+def test_cancelled_job_is_reported_without_hanging(cluster, tmp_path):
+    cmd = [
+        sys.executable,
+        str(ROOT / "train.py"),
+        "-m",
+        "hydra/launcher=slurm_local",
+        "model=tiny_llama",
+        "debug=train_tiny",
+        "optim.max_steps=100000",  # long enough to be cancelled while it runs
+        "optim.epochs=100000",
+        f"output_dir={tmp_path}/run",
+        f"hydra.sweep.dir={tmp_path}/sweep",
+    ]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=cluster.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        job = ""
+        while not job and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.5)
+            q = subprocess.run(
+                ["squeue", "-h", "-t", "RUNNING", "-n", "train", "-o", "%i"],
+                env=cluster.env,
+                capture_output=True,
+                text=True,
+            )
+            job = q.stdout.strip()
+        assert job, "the job never ran"
+        subprocess.run(["scancel", job], env=cluster.env, check=True)
+        t0 = time.monotonic()
+        # Without accounting submitit could not see the cancellation and this would wait forever.
+        _, err = proc.communicate(timeout=120)
+        print(f"\ncancelled job {job} reported after {time.monotonic() - t0:.1f}s")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode != 0
+    err = err.decode(errors="replace")
+    assert f"Job {job} " in err and "CANCELLED" in err, err[-3000:]
