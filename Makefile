@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTHON ?= python3
 
-.PHONY: setup system-deps slurm-deps test test-all demo gold lint format bench clean
+.PHONY: setup system-deps slurm-deps test test-slurm test-all demo gold lint format bench clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,10 @@ slurm-deps:  ## Debian's SLURM + munge + MariaDB, for scripts/slurm-local.sh and
 
 test: setup system-deps  ## the test suite (what .ci/run runs)
 	$(PY) -m pytest
+
+test-slurm: setup slurm-deps  ## the sweeps on a local SLURM cluster (scripts/slurm-local.sh; root + apt)
+	$(PY) -m pip install -q -e ".[sweep]"
+	$(PY) -m pytest -m slurm tests/test_slurm.py
 
 test-all: setup  ## including slow tests
 	$(PY) -m pytest -m "not gpu"
