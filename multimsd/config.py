@@ -138,6 +138,21 @@ class ClassifierConfig:
     report_dir: str = "outputs/classifier"
 
 
+# ------------------------------------------------------------------ n:m aligner (beyond the paper)
+@dataclass
+class NmConfig:
+    # Blocks of 1..max_complex consecutive complex and 1..max_simple consecutive simple sentences are scored
+    # against each other (cosine of the embeddings of the concatenated sentences).
+    max_complex: int = 2
+    max_simple: int = 4
+    # Subtracted from a block pair's cosine per sentence beyond 1:1 when blocks compete, so a neighbour joins
+    # a block only if it raises the cosine by more than this (θ itself applies to the plain cosine).
+    penalty: float = 0.02
+    # concat: embed the concatenated text (cached like sentences); mean: the normalised mean of the member
+    # sentences' embeddings (no extra encoding, cruder).
+    block_embedding: str = "concat"
+
+
 @dataclass
 class AlignerConfig:
     # symmetric: mutual argmax (precision); asymmetric: union of both argmax directions (recall);
@@ -151,6 +166,7 @@ class AlignerConfig:
     use_faiss: bool = True
     lexical: LexicalConfig = field(default_factory=LexicalConfig)
     classifier: ClassifierConfig = field(default_factory=ClassifierConfig)
+    nm: NmConfig = field(default_factory=NmConfig)
 
 
 @dataclass
@@ -209,6 +225,8 @@ class GoldConfig:
     margin_thresholds: list[float] = field(
         default_factory=lambda: [round(0.9 + 0.025 * i, 3) for i in range(17)]
     )
+    # The n:m aligner's block cosines: a finer grid, reaching higher (E5-style cosines crowd above 0.8).
+    nm_thresholds: list[float] = field(default_factory=lambda: [round(0.7 + 0.01 * i, 2) for i in range(29)])
     # lexical (mean similarity) and classifier (probability) scores lie in [0, 1]: a grid over all of it.
     score_thresholds: list[float] = field(default_factory=lambda: [round(0.05 * i, 2) for i in range(1, 20)])
     # Any registered aligners; add lexical / classifier to compare the papers' older aligners on the same gold.

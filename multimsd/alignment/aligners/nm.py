@@ -1,0 +1,183 @@
+"""``aligner=nm``: n:m sentence alignment with embeddings of concatenated neighbours (beyond the paper).
+
+The paper's argmax aligners emit 1:1 pairs only, but consumer texts often split one professional sentence into
+several (in the DEplain-web gold a third of the alignments are 1:m, n:1 or n:m). In the spirit of Bertalign /
+Vecalign, a *block* is a run of 1..``max_complex`` consecutive complex (or 1..``max_simple`` consecutive simple)
+sentences, embedded as the text of its sentences joined by a space — through the stage's embedder and its
+SQLite cache, so a θ sweep or a second run encodes nothing again. Per article pair:
+
+1. seeds: every sentence's argmax partner in the other article (both directions, as ``aligner=asymmetric``
+   but without θ), so a simple sentence that belongs to a split still reaches its complex sentence;
+2. candidates: every block pair whose complex block contains a seed's complex sentence and whose simple block
+   contains its simple sentence, scored by the cosine of the two block embeddings;
+3. selection: candidates compete greedily by cosine minus ``penalty`` per sentence beyond 1:1; a candidate is
+   taken when none of its sentences is taken yet (each sentence is used at most once; no order is imposed, so
+   reordered content aligns too).
+
+Each taken block pair is one :class:`~multimsd.alignment.match.Match` (first members ``i``, ``j``, sizes
+``n_c``, ``n_s``) whose ``score`` is the plain block cosine; θ (``aligner.threshold``) filters on it
+afterwards, like every aligner. Options: ``aligner.nm.*`` (:class:`multimsd.config.NmConfig`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from multimsd.alignment.aligners.registry import Aligner, register_aligner
+from multimsd.alignment.match import Match
+from multimsd.config import AlignConfig, GoldConfig, NmConfig
+from multimsd.errors import MultimsdError
+
+if TYPE_CHECKING:
+    from multimsd.gold import GoldDoc
+
+Span = tuple[int, int]  # (first sentence, number of sentences)
+BLOCK_EMBEDDINGS = ("concat", "mean")
+
+
+def spans(n: int, k: int) -> list[Span]:
+    """Every block of 1..k consecutive sentences of an n-sentence side; the n single sentences come first."""
+    return [(a, size) for size in range(1, k + 1) for a in range(n - size + 1)]
+
+
+def block_text(sents: Sequence[str], span: Span) -> str:
+    """A block's text: its sentences joined by a space, in document order (a single sentence is itself)."""
+    a, size = span
+    return " ".join(sents[a : a + size])
+
+
+def mean_blocks(sent_vecs: np.ndarray, blocks: list[Span]) -> np.ndarray:
+    """Block vectors as the L2-normalised mean of their sentences' vectors (``block_embedding=mean``)."""
+    out = np.stack([sent_vecs[a : a + size].mean(axis=0) for a, size in blocks]) if blocks else sent_vecs[:0]
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    return out / np.where(norms > 0, norms, 1.0)
+
+
+def align_blocks(
+    c_blocks: list[Span], c_vecs: np.ndarray, s_blocks: list[Span], s_vecs: np.ndarray, penalty: float
+) -> list[Match]:
+    """Threshold-free n:m matches of one article pair from its block vectors (rows in ``*_blocks`` order).
+
+    ``c_blocks`` / ``s_blocks`` must start with the single sentences 0..m-1 / 0..n-1 (as :func:`spans` gives).
+    """
+    m = sum(1 for _, size in c_blocks if size == 1)
+    n = sum(1 for _, size in s_blocks if size == 1)
+    if m == 0 or n == 0:
+        return []
+    sims = np.asarray(c_vecs, dtype=np.float64) @ np.asarray(s_vecs, dtype=np.float64).T
+    # np.argmax takes the first maximum, like the symmetric / asymmetric aligners' tie rule.
+    seeds = {(i, int(np.argmax(sims[i, :n]))) for i in range(m)}
+    seeds |= {(int(np.argmax(sims[:m, j])), j) for j in range(n)}
+    c_having = _blocks_having(c_blocks, m)
+    s_having = _blocks_having(s_blocks, n)
+    cands = {(cb, sb) for i, j in seeds for cb in c_having[i] for sb in s_having[j]}
+
+    def key(cand: tuple[int, int]) -> tuple[float, int, int, int, int, int]:
+        (a, na), (b, nb) = c_blocks[cand[0]], s_blocks[cand[1]]
+        # Best penalised cosine first; among equals the smaller block, then document order (deterministic).
+        return (-(sims[cand] - penalty * (na + nb - 2)), na + nb, a, b, na, nb)
+
+    used_c, used_s = np.zeros(m, dtype=bool), np.zeros(n, dtype=bool)
+    out = []
+    for cand in sorted(cands, key=key):
+        (a, na), (b, nb) = c_blocks[cand[0]], s_blocks[cand[1]]
+        if used_c[a : a + na].any() or used_s[b : b + nb].any():
+            continue
+        used_c[a : a + na] = True
+        used_s[b : b + nb] = True
+        cos = float(sims[cand])
+        out.append(Match(a, b, cos, cos, na, nb))
+    return sorted(out, key=lambda x: (x.i, x.j))
+
+
+def _blocks_having(blocks: list[Span], n: int) -> list[list[int]]:
+    """For each sentence, the rows of the blocks that contain it."""
+    having: list[list[int]] = [[] for _ in range(n)]
+    for r, (a, size) in enumerate(blocks):
+        for k in range(a, a + size):
+            having[k].append(r)
+    return having
+
+
+def block_vectors(
+    docs: Sequence[tuple[Sequence[str], Sequence[str]]], cfg: AlignConfig
+) -> list[tuple[list[Span], np.ndarray, list[Span], np.ndarray]]:
+    """Each document's (complex blocks, their vectors, simple blocks, their vectors), one encoder call a side.
+
+    Single sentences are encoded with exactly the text and prefix the embedding aligners use, so they come
+    from the same cache entries; concatenations get entries of their own.
+    """
+    from multimsd.alignment.encode import make_embedder
+
+    c = cfg.aligner.nm
+    embedder = make_embedder(cfg)
+    per_side = []
+    for side, k, prefix in (
+        (0, c.max_complex, cfg.embedder.complex_prefix),
+        (1, c.max_simple, cfg.embedder.simple_prefix),
+    ):
+        blocks = [spans(len(d[side]), k) for d in docs]
+        if c.block_embedding == "mean":
+            texts = [s for d in docs for s in d[side]]
+        else:
+            texts = [block_text(d[side], span) for d, bs in zip(docs, blocks) for span in bs]
+        vecs = embedder.encode(texts, prefix=prefix)
+        mats, start = [], 0
+        for d, bs in zip(docs, blocks):
+            if c.block_embedding == "mean":
+                mats.append(mean_blocks(vecs[start : start + len(d[side])], bs))
+                start += len(d[side])
+            else:
+                mats.append(vecs[start : start + len(bs)])
+                start += len(bs)
+        per_side.append((blocks, mats))
+    (cb, cm), (sb, sm) = per_side
+    return list(zip(cb, cm, sb, sm))
+
+
+def check_nm_config(c: NmConfig) -> None:
+    if c.max_complex < 1 or c.max_simple < 1:
+        raise MultimsdError(
+            f"aligner.nm.max_complex={c.max_complex}, aligner.nm.max_simple={c.max_simple}: both must be >= 1"
+        )
+    if c.block_embedding not in BLOCK_EMBEDDINGS:
+        raise MultimsdError(
+            f"aligner.nm.block_embedding={c.block_embedding!r}: choose {', '.join(BLOCK_EMBEDDINGS)}"
+        )
+    if c.penalty < 0:
+        raise MultimsdError(f"aligner.nm.penalty={c.penalty}: must be >= 0")
+
+
+@register_aligner
+class NmAligner(Aligner):
+    """Blocks of consecutive sentences matched greedily by the cosine of their concatenations' embeddings."""
+
+    name = "nm"
+    # It embeds blocks itself (through the stage's embedder and cache), so it takes the sentences.
+    needs = "sentences"
+    emits_n_to_m = True
+
+    def candidates(
+        self,
+        docs: Sequence[tuple[Sequence[str], Sequence[str]]],
+        langs: Sequence[str],
+        cfg: AlignConfig,
+        *,
+        gold_train: list[GoldDoc] | None = None,
+        min_score: float | None = None,
+    ) -> list[list[Match]]:
+        check_nm_config(cfg.aligner.nm)
+        return [
+            align_blocks(cb, cv, sb, sv, cfg.aligner.nm.penalty)
+            for cb, cv, sb, sv in block_vectors(docs, cfg)
+        ]
+
+    def thresholds(self, gold: GoldConfig) -> list[float]:
+        return list(gold.nm_thresholds)
+
+    def check_threshold(self, threshold: float) -> None:
+        if not -1.0 <= threshold <= 1.0:
+            raise MultimsdError(f"aligner.threshold={threshold} is outside [-1, 1], the range of a cosine")

@@ -1,0 +1,88 @@
+"""aligner=nm: block spans, greedy block selection, n:m gold scoring — on vectors whose dot products are by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from multimsd.alignment.aligners import get_aligner
+from multimsd.alignment.aligners.nm import align_blocks, block_text, check_nm_config, mean_blocks, spans
+from multimsd.alignment.goldscore import score_doc, subsets, sweep
+from multimsd.alignment.match import Match
+from multimsd.config import NmConfig
+from multimsd.errors import MultimsdError
+from multimsd.gold import GoldDoc
+
+
+def test_spans_single_sentences_first():
+    assert spans(3, 2) == [(0, 1), (1, 1), (2, 1), (0, 2), (1, 2)]
+    assert spans(2, 4) == [(0, 1), (1, 1), (0, 2)]  # no block longer than the side
+    assert block_text(["A.", "B.", "C."], (1, 2)) == "B. C."
+    assert block_text(["A.", "B."], (0, 1)) == "A."
+
+
+def test_mean_blocks_is_normalised_mean():
+    vecs = np.array([[1.0, 0.0], [0.0, 1.0]])
+    out = mean_blocks(vecs, spans(2, 2))
+    assert out == pytest.approx(np.array([[1.0, 0.0], [0.0, 1.0], [2**-0.5, 2**-0.5]]))
+
+
+# One complex sentence c0; simple sentences s0, s1 and the block "s0 s1". Dot products with c0:
+# s0 0.6, s1 0.5, s0+s1 0.75.
+C_BLOCKS = spans(1, 1)
+C_VECS = np.array([[1.0, 0.0, 0.0]])
+S_BLOCKS = spans(2, 2)  # (0,1), (1,1), (0,2)
+S_VECS = np.array([[0.6, 0.8, 0.0], [0.5, 0.0, 0.5], [0.75, 0.0, 0.0]])
+
+
+def test_split_wins_when_it_beats_the_penalty():
+    # Penalty 0.1 per extra sentence: 1:2 scores 0.75 - 0.1 = 0.65 > 0.6 (the best 1:1).
+    [m] = align_blocks(C_BLOCKS, C_VECS, S_BLOCKS, S_VECS, 0.1)
+    assert (m.i, m.j, m.n_c, m.n_s) == (0, 0, 1, 2)
+    assert m.complex_members == (0,) and m.simple_members == (0, 1)
+    assert m.score == pytest.approx(0.75) and m.cosine == pytest.approx(0.75)  # θ sees the plain cosine
+
+
+def test_one_to_one_wins_under_a_larger_penalty():
+    # Penalty 0.2: 0.75 - 0.2 = 0.55 < 0.6, so (c0, s0); s1 stays unaligned because c0 is taken.
+    [m] = align_blocks(C_BLOCKS, C_VECS, S_BLOCKS, S_VECS, 0.2)
+    assert (m.i, m.j, m.n_c, m.n_s) == (0, 0, 1, 1) and m.score == pytest.approx(0.6)
+
+
+def test_every_sentence_used_once_and_reordering_allowed():
+    # Two complex sentences aligned crosswise (c0-s1, c1-s0); the 2-blocks are orthogonal to everything.
+    c_blocks, s_blocks = spans(2, 2), spans(2, 2)
+    c = np.array([[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]])
+    s = np.array([[0.1, 0.9, 0.0, 0.0], [0.8, 0.2, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0]])
+    got = align_blocks(c_blocks, c, s_blocks, s, 0.0)
+    assert [(m.i, m.j, m.n_c, m.n_s) for m in got] == [(0, 1, 1, 1), (1, 0, 1, 1)]
+    assert [m.score for m in got] == pytest.approx([0.8, 0.9])
+
+
+def test_nm_gold_scoring_exact_member_sets():
+    gold = {((0,), (0, 1)), ((1,), (2,)), ((2, 3), (3,))}
+    pred = [Match(0, 0, 0.9, 0.9, 1, 2), Match(1, 2, 0.8, 0.8), Match(2, 3, 0.7, 0.7, 1, 1)]
+    # (0, [0,1]) and (1, 2) are gold; (2, 3) is only part of the 2:1 gold item ([2,3], 3): wrong.
+    prf = score_doc(pred, gold)
+    assert (prf.correct, prf.predicted, prf.gold) == (2, 3, 3)
+    doc = GoldDoc("a", "en", ["c0", "c1", "c2", "c3"], ["s0", "s1", "s2", "s3"], gold)
+    cands = {("a", "en"): pred}
+    sub = subsets(cands, [doc], 0.75)
+    # θ = 0.75 drops (2, 3). 1:1: predicted (1,2) of gold (1,2) -> 1/1/1. n:m: (0,[0,1]) of 2 n:m gold -> 1/1/2.
+    assert (sub["1:1"].correct, sub["1:1"].predicted, sub["1:1"].gold) == (1, 1, 1)
+    assert (sub["n:m"].correct, sub["n:m"].predicted, sub["n:m"].gold) == (1, 1, 2)
+    assert sweep(cands, [doc], [0.75])[0.75].f1 == pytest.approx(2 * 1.0 * (2 / 3) / (1 + 2 / 3))
+
+
+def test_registered_with_its_own_grid_and_checks():
+    from multimsd.config import GoldConfig
+
+    nm = get_aligner("nm")
+    assert nm.emits_n_to_m and nm.needs == "sentences" and not nm.strict_threshold
+    assert nm.thresholds(GoldConfig()) == GoldConfig().nm_thresholds
+    with pytest.raises(MultimsdError, match="max_simple"):
+        check_nm_config(NmConfig(max_simple=0))
+    with pytest.raises(MultimsdError, match="block_embedding"):
+        check_nm_config(NmConfig(block_embedding="sum"))
+    with pytest.raises(MultimsdError, match="range of a cosine"):
+        nm.check_threshold(1.5)
