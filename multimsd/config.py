@@ -145,12 +145,19 @@ class NmConfig:
     # against each other (cosine of the embeddings of the concatenated sentences).
     max_complex: int = 2
     max_simple: int = 4
-    # Subtracted from a block pair's cosine per sentence beyond 1:1 when blocks compete, so a neighbour joins
-    # a block only if it raises the cosine by more than this (θ itself applies to the plain cosine).
-    penalty: float = 0.02
+    # dp: monotone dynamic programme with skips (default); greedy: order-free, seeds + greedy block selection.
+    search: str = "dp"
+    # dp: a block pair scores cosine - floor (a skip scores 0), so pairs below the floor are never taken.
+    # 0.8 = the offline E5 encoder's recommended θ; best on the DEplain dev validation half (0.75 ties).
+    floor: float = 0.8
+    # Subtracted from a block pair's score per sentence beyond 1:1 (negative: a bonus for splits). θ itself
+    # applies to the plain cosine.
+    penalty: float = 0.0
     # concat: embed the concatenated text (cached like sentences); mean: the normalised mean of the member
     # sentences' embeddings (no extra encoding, cruder).
     block_embedding: str = "concat"
+    # greedy only: grow each taken block by free neighbours whose nearest sentence lies inside it (splits).
+    absorb: bool = True
 
 
 @dataclass

@@ -35,18 +35,34 @@ S_BLOCKS = spans(2, 2)  # (0,1), (1,1), (0,2)
 S_VECS = np.array([[0.6, 0.8, 0.0], [0.5, 0.0, 0.5], [0.75, 0.0, 0.0]])
 
 
-def test_split_wins_when_it_beats_the_penalty():
+def test_greedy_split_wins_when_it_beats_the_penalty():
     # Penalty 0.1 per extra sentence: 1:2 scores 0.75 - 0.1 = 0.65 > 0.6 (the best 1:1).
-    [m] = align_blocks(C_BLOCKS, C_VECS, S_BLOCKS, S_VECS, 0.1)
+    [m] = align_blocks(C_BLOCKS, C_VECS, S_BLOCKS, S_VECS, 0.1, search="greedy")
     assert (m.i, m.j, m.n_c, m.n_s) == (0, 0, 1, 2)
     assert m.complex_members == (0,) and m.simple_members == (0, 1)
     assert m.score == pytest.approx(0.75) and m.cosine == pytest.approx(0.75)  # θ sees the plain cosine
 
 
-def test_one_to_one_wins_under_a_larger_penalty():
-    # Penalty 0.2: 0.75 - 0.2 = 0.55 < 0.6, so (c0, s0); s1 stays unaligned because c0 is taken.
-    [m] = align_blocks(C_BLOCKS, C_VECS, S_BLOCKS, S_VECS, 0.2)
+def test_greedy_one_to_one_wins_under_a_larger_penalty():
+    # Penalty 0.2: 0.75 - 0.2 = 0.55 < 0.6, so (c0, s0); without absorb s1 stays unaligned (c0 is taken).
+    [m] = align_blocks(C_BLOCKS, C_VECS, S_BLOCKS, S_VECS, 0.2, absorb=False, search="greedy")
     assert (m.i, m.j, m.n_c, m.n_s) == (0, 0, 1, 1) and m.score == pytest.approx(0.6)
+
+
+@pytest.mark.parametrize(
+    ("floor", "penalty", "expected"),
+    [
+        # Path gains: c0-[s0 s1] 0.75 - floor - penalty; c0-s0 0.6 - floor (then skip s1); c0-s1 0.5 - floor.
+        (0.5, 0.0, [(0, 0, 1, 2)]),  # 0.25 > 0.1 > 0.0
+        (0.7, 0.0, [(0, 0, 1, 2)]),  # 0.05 > 0, the 1:1 paths lose
+        (0.8, 0.0, []),  # every pair below the floor: skipping everything (0) is best
+        (0.5, 0.2, [(0, 0, 1, 1)]),  # 0.25 - 0.2 = 0.05 < 0.1
+    ],
+)
+def test_dp_hand_computed(floor, penalty, expected):
+    got = align_blocks(C_BLOCKS, C_VECS, S_BLOCKS, S_VECS, penalty, search="dp", floor=floor)
+    assert [(m.i, m.j, m.n_c, m.n_s) for m in got] == expected
+    assert all(m.score == m.cosine for m in got)  # θ filters the plain block cosine
 
 
 def test_every_sentence_used_once_and_reordering_allowed():
@@ -54,9 +70,23 @@ def test_every_sentence_used_once_and_reordering_allowed():
     c_blocks, s_blocks = spans(2, 2), spans(2, 2)
     c = np.array([[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]])
     s = np.array([[0.1, 0.9, 0.0, 0.0], [0.8, 0.2, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0]])
-    got = align_blocks(c_blocks, c, s_blocks, s, 0.0)
+    got = align_blocks(c_blocks, c, s_blocks, s, 0.0, search="greedy")
     assert [(m.i, m.j, m.n_c, m.n_s) for m in got] == [(0, 1, 1, 1), (1, 0, 1, 1)]
     assert [m.score for m in got] == pytest.approx([0.8, 0.9])
+    # The dynamic programme is monotone: of the two crossing pairs it keeps the better (gain 0.9 - 0.5 against
+    # 0.8 - 0.5); every block is orthogonal to the other side.
+    got = align_blocks(c_blocks, c, s_blocks, s, 0.0, search="dp", floor=0.5)
+    assert [(m.i, m.j, m.n_c, m.n_s) for m in got] == [(1, 0, 1, 1)]
+
+
+def test_greedy_absorbs_a_free_neighbour_nearest_to_the_block():
+    # c0 is nearest to s0 (0.9); s1's nearest complex sentence is c0 too (0.3), but the block "s0 s1" (0.85)
+    # does not beat s0 alone. absorb=True grows (c0, s0) into (c0, [s0 s1]); absorb=False leaves s1 free.
+    s = np.array([[0.9, 0.0, 0.0], [0.3, 0.0, 0.0], [0.85, 0.0, 0.0]])
+    [m] = align_blocks(C_BLOCKS, C_VECS, S_BLOCKS, s, 0.0, absorb=True, search="greedy")
+    assert (m.n_c, m.n_s, m.score) == (1, 2, pytest.approx(0.85))
+    [m] = align_blocks(C_BLOCKS, C_VECS, S_BLOCKS, s, 0.0, absorb=False, search="greedy")
+    assert (m.n_c, m.n_s, m.score) == (1, 1, pytest.approx(0.9))
 
 
 def test_nm_gold_scoring_exact_member_sets():
@@ -82,6 +112,8 @@ def test_registered_with_its_own_grid_and_checks():
     assert nm.thresholds(GoldConfig()) == GoldConfig().nm_thresholds
     with pytest.raises(MultimsdError, match="max_simple"):
         check_nm_config(NmConfig(max_simple=0))
+    with pytest.raises(MultimsdError, match="search"):
+        check_nm_config(NmConfig(search="beam"))
     with pytest.raises(MultimsdError, match="block_embedding"):
         check_nm_config(NmConfig(block_embedding="sum"))
     with pytest.raises(MultimsdError, match="range of a cosine"):

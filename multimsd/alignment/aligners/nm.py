@@ -4,15 +4,22 @@ The paper's argmax aligners emit 1:1 pairs only, but consumer texts often split 
 several (in the DEplain-web gold a third of the alignments are 1:m, n:1 or n:m). In the spirit of Bertalign /
 Vecalign, a *block* is a run of 1..``max_complex`` consecutive complex (or 1..``max_simple`` consecutive simple)
 sentences, embedded as the text of its sentences joined by a space — through the stage's embedder and its
-SQLite cache, so a θ sweep or a second run encodes nothing again. Per article pair:
+SQLite cache, so a θ sweep or a second run encodes nothing again. Per article pair, with ``search=dp`` (the
+default), a monotone dynamic programme over the two sentence sequences (Vecalign / Bertalign style): each step
+skips a complex sentence, skips a simple sentence (both score 0: consumer texts drop and add material) or
+aligns a complex block with a simple block for ``cosine - floor - penalty`` per sentence beyond 1:1; the path
+with the highest total is kept, so a block pair below ``floor`` is never worth taking and a split is taken
+when its concatenation beats its single sentences.
+
+``search=greedy`` drops the order constraint (for reordered content):
 
 1. seeds: every sentence's argmax partner in the other article (both directions, as ``aligner=asymmetric``
    but without θ), so a simple sentence that belongs to a split still reaches its complex sentence;
 2. candidates: every block pair whose complex block contains a seed's complex sentence and whose simple block
    contains its simple sentence, scored by the cosine of the two block embeddings;
 3. selection: candidates compete greedily by cosine minus ``penalty`` per sentence beyond 1:1; a candidate is
-   taken when none of its sentences is taken yet (each sentence is used at most once; no order is imposed, so
-   reordered content aligns too).
+   taken when none of its sentences is taken yet (each sentence is used at most once), then (``absorb``)
+   each taken block grows by free neighbours whose own nearest sentence lies inside it.
 
 Each taken block pair is one :class:`~multimsd.alignment.match.Match` (first members ``i``, ``j``, sizes
 ``n_c``, ``n_s``) whose ``score`` is the plain block cosine; θ (``aligner.threshold``) filters on it
@@ -36,6 +43,7 @@ if TYPE_CHECKING:
 
 Span = tuple[int, int]  # (first sentence, number of sentences)
 BLOCK_EMBEDDINGS = ("concat", "mean")
+SEARCHES = ("dp", "greedy")
 
 
 def spans(n: int, k: int) -> list[Span]:
@@ -57,7 +65,14 @@ def mean_blocks(sent_vecs: np.ndarray, blocks: list[Span]) -> np.ndarray:
 
 
 def align_blocks(
-    c_blocks: list[Span], c_vecs: np.ndarray, s_blocks: list[Span], s_vecs: np.ndarray, penalty: float
+    c_blocks: list[Span],
+    c_vecs: np.ndarray,
+    s_blocks: list[Span],
+    s_vecs: np.ndarray,
+    penalty: float,
+    absorb: bool = True,
+    search: str = "dp",
+    floor: float = 0.8,
 ) -> list[Match]:
     """Threshold-free n:m matches of one article pair from its block vectors (rows in ``*_blocks`` order).
 
@@ -68,6 +83,10 @@ def align_blocks(
     if m == 0 or n == 0:
         return []
     sims = np.asarray(c_vecs, dtype=np.float64) @ np.asarray(s_vecs, dtype=np.float64).T
+    c_row = {span: r for r, span in enumerate(c_blocks)}
+    s_row = {span: r for r, span in enumerate(s_blocks)}
+    if search == "dp":
+        return _matches(_dp_select(sims, c_row, s_row, m, n, penalty, floor), sims, c_row, s_row)
     # np.argmax takes the first maximum, like the symmetric / asymmetric aligners' tie rule.
     seeds = {(i, int(np.argmax(sims[i, :n]))) for i in range(m)}
     seeds |= {(int(np.argmax(sims[:m, j])), j) for j in range(n)}
@@ -81,16 +100,122 @@ def align_blocks(
         return (-(sims[cand] - penalty * (na + nb - 2)), na + nb, a, b, na, nb)
 
     used_c, used_s = np.zeros(m, dtype=bool), np.zeros(n, dtype=bool)
-    out = []
+    taken = []
     for cand in sorted(cands, key=key):
         (a, na), (b, nb) = c_blocks[cand[0]], s_blocks[cand[1]]
         if used_c[a : a + na].any() or used_s[b : b + nb].any():
             continue
         used_c[a : a + na] = True
         used_s[b : b + nb] = True
-        cos = float(sims[cand])
+        taken.append([a, na, b, nb])
+    if absorb:
+        _absorb(taken, sims[:m, :n], used_c, used_s, set(c_blocks), set(s_blocks))
+    return _matches(taken, sims, c_row, s_row)
+
+
+def _matches(
+    taken: list[list[int]], sims: np.ndarray, c_row: dict[Span, int], s_row: dict[Span, int]
+) -> list[Match]:
+    """Taken blocks [a, na, b, nb] as Matches whose score is the plain block cosine, in document order."""
+    out = []
+    for a, na, b, nb in taken:
+        cos = float(sims[c_row[(a, na)], s_row[(b, nb)]])
         out.append(Match(a, b, cos, cos, na, nb))
     return sorted(out, key=lambda x: (x.i, x.j))
+
+
+def _dp_select(
+    sims: np.ndarray,
+    c_row: dict[Span, int],
+    s_row: dict[Span, int],
+    m: int,
+    n: int,
+    penalty: float,
+    floor: float,
+) -> list[list[int]]:
+    """Monotone alignment (Vecalign / Bertalign style): the block pairs, in order, with skips on both sides,
+    that maximise the sum of (cosine - floor - penalty per sentence beyond 1:1). A skip scores 0, so a block
+    pair below ``floor`` is never worth taking."""
+    kc = max(size for _, size in c_row)
+    ks = max(size for _, size in s_row)
+    best = np.full((m + 1, n + 1), -np.inf)
+    best[0, 0] = 0.0
+    back: dict[tuple[int, int], tuple[int, int]] = {}
+    for i in range(m + 1):
+        for j in range(n + 1):
+            v = best[i, j]
+            if i < m and v > best[i + 1, j]:
+                best[i + 1, j] = v
+                back[(i + 1, j)] = (1, 0)
+            if j < n and v > best[i, j + 1]:
+                best[i, j + 1] = v
+                back[(i, j + 1)] = (0, 1)
+            for na in range(1, min(kc, m - i) + 1):
+                r = c_row[(i, na)]
+                for nb in range(1, min(ks, n - j) + 1):
+                    g = v + sims[r, s_row[(j, nb)]] - floor - penalty * (na + nb - 2)
+                    # a block is recorded as (-na, -nb) so it is told apart from a skip
+                    if g > best[i + na, j + nb]:
+                        best[i + na, j + nb] = g
+                        back[(i + na, j + nb)] = (-na, -nb)
+    taken = []
+    i, j = m, n
+    while (i, j) != (0, 0):
+        di, dj = back[(i, j)]
+        if di < 0:
+            i, j = i + di, j + dj
+            taken.append([i, -di, j, -dj])
+        else:
+            i, j = i - di, j - dj
+    return taken[::-1]
+
+
+def _absorb(
+    taken: list[list[int]],
+    sims: np.ndarray,
+    used_c: np.ndarray,
+    used_s: np.ndarray,
+    c_spans: set[Span],
+    s_spans: set[Span],
+) -> None:
+    """Grow taken blocks (in place) by free neighbours whose own nearest sentence lies inside the block.
+
+    A split spreads one complex sentence over several simple ones, each of which is nearest to it, but the
+    concatenation of all of them is not always the best-scoring block (a cosine barely moves when a short
+    sentence is added). A free neighbouring simple sentence whose argmax complex sentence is a member of the
+    block belongs to it (and likewise for the complex side), as long as the block stays within the sizes.
+    """
+    fwd = sims.argmax(axis=1)  # complex sentence -> nearest simple sentence
+    bwd = sims.argmax(axis=0)  # simple sentence -> nearest complex sentence
+    for t in taken:
+        grown = True
+        while grown:
+            grown = False
+            a, na, b, nb = t
+            for k in (b - 1, b + nb):
+                if (
+                    0 <= k < len(bwd)
+                    and not used_s[k]
+                    and a <= bwd[k] < a + na
+                    and (min(b, k), nb + 1) in s_spans
+                ):
+                    used_s[k] = True
+                    t[2], t[3] = min(b, k), nb + 1
+                    grown = True
+                    break
+            if grown:
+                continue
+            for k in (a - 1, a + na):
+                if (
+                    0 <= k < len(fwd)
+                    and not used_c[k]
+                    and b <= fwd[k] < b + nb
+                    and (min(a, k), na + 1) in c_spans
+                ):
+                    used_c[k] = True
+                    t[0], t[1] = min(a, k), na + 1
+                    grown = True
+                    break
 
 
 def _blocks_having(blocks: list[Span], n: int) -> list[list[int]]:
@@ -147,8 +272,8 @@ def check_nm_config(c: NmConfig) -> None:
         raise MultimsdError(
             f"aligner.nm.block_embedding={c.block_embedding!r}: choose {', '.join(BLOCK_EMBEDDINGS)}"
         )
-    if c.penalty < 0:
-        raise MultimsdError(f"aligner.nm.penalty={c.penalty}: must be >= 0")
+    if c.search not in SEARCHES:
+        raise MultimsdError(f"aligner.nm.search={c.search!r}: choose {', '.join(SEARCHES)}")
 
 
 @register_aligner
@@ -169,9 +294,10 @@ class NmAligner(Aligner):
         gold_train: list[GoldDoc] | None = None,
         min_score: float | None = None,
     ) -> list[list[Match]]:
-        check_nm_config(cfg.aligner.nm)
+        c = cfg.aligner.nm
+        check_nm_config(c)
         return [
-            align_blocks(cb, cv, sb, sv, cfg.aligner.nm.penalty)
+            align_blocks(cb, cv, sb, sv, c.penalty, c.absorb, c.search, c.floor)
             for cb, cv, sb, sv in block_vectors(docs, cfg)
         ]
 
