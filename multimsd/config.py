@@ -148,14 +148,18 @@ class NmConfig:
     # dp: monotone dynamic programme with skips (default); greedy: order-free, seeds + greedy block selection.
     search: str = "dp"
     # dp: a block pair scores cosine - floor (a skip scores 0), so pairs below the floor are never taken.
-    # 0.8 = the offline E5 encoder's recommended θ; best on the DEplain dev validation half (0.75 ties).
-    floor: float = 0.8
-    # Subtracted from a block pair's score per sentence beyond 1:1 (negative: a bonus for splits). θ itself
-    # applies to the plain cosine.
-    penalty: float = 0.0
+    # Subtracted per sentence beyond 1:1: penalty (negative: a bonus for splits). θ applies to the plain cosine.
+    # Defaults (align mode): the best sum of validation-half F1 over DEplain dev and the bundled sample gold.
+    floor: float = 0.85
+    penalty: float = 0.02
     # concat: embed the concatenated text (cached like sentences); mean: the normalised mean of the member
     # sentences' embeddings (no extra encoding, cruder).
     block_embedding: str = "concat"
+    # Gold mode: choose floor and penalty on the validation half (best F1 over θ) from these grids; align mode
+    # uses floor / penalty as given.
+    tune_on_gold: bool = True
+    floor_grid: list[float] = field(default_factory=lambda: [0.75, 0.8, 0.85, 0.9])
+    penalty_grid: list[float] = field(default_factory=lambda: [0.0, 0.01, 0.02, 0.05])
     # greedy only: grow each taken block by free neighbours whose nearest sentence lies inside it (splits).
     absorb: bool = True
 

@@ -118,3 +118,24 @@ def test_registered_with_its_own_grid_and_checks():
         check_nm_config(NmConfig(block_embedding="sum"))
     with pytest.raises(MultimsdError, match="range of a cosine"):
         nm.check_threshold(1.5)
+
+
+@pytest.mark.parametrize(
+    ("gold_item", "expected"), [(((0,), (0,)), (0.5, 0.2)), (((0,), (0, 1)), (0.5, 0.0))]
+)
+def test_gold_mode_tunes_floor_and_penalty_on_the_validation_gold(monkeypatch, gold_item, expected):
+    from multimsd.alignment.aligners import nm
+    from multimsd.config import AlignConfig
+
+    # The one-complex / two-simple case above: penalty 0 aligns c0 with "s0 s1", penalty 0.2 with s0 alone.
+    monkeypatch.setattr(
+        nm, "block_vectors", lambda docs, cfg: [(C_BLOCKS, C_VECS, S_BLOCKS, S_VECS)] * len(docs)
+    )
+    cfg = AlignConfig()
+    cfg.aligner.nm.floor_grid = [0.5]
+    cfg.aligner.nm.penalty_grid = [0.0, 0.2]
+    cfg.gold.nm_thresholds = [0.0]
+    doc = GoldDoc("a", "en", ["c0"], ["s0", "s1"], {gold_item})
+    assert nm.tune_on_gold([doc], cfg) == expected
+    [m] = get_aligner("nm").candidates([(doc.complex, doc.simple)], ["en"], cfg, gold_train=[doc])[0:1][0]
+    assert ((m.i,), tuple(range(m.j, m.j + m.n_s))) == gold_item  # candidates use the tuned setting
