@@ -138,6 +138,32 @@ class ClassifierConfig:
     report_dir: str = "outputs/classifier"
 
 
+# ------------------------------------------------------------------ n:m aligner (beyond the paper)
+@dataclass
+class NmConfig:
+    # Blocks of 1..max_complex consecutive complex and 1..max_simple consecutive simple sentences are scored
+    # against each other (cosine of the embeddings of the concatenated sentences).
+    max_complex: int = 2
+    max_simple: int = 4
+    # dp: monotone dynamic programme with skips (default); greedy: order-free, seeds + greedy block selection.
+    search: str = "dp"
+    # dp: a block pair scores cosine - floor (a skip scores 0), so pairs below the floor are never taken.
+    # Subtracted per sentence beyond 1:1: penalty (negative: a bonus for splits). θ applies to the plain cosine.
+    # Defaults (align mode): the best sum of validation-half F1 over DEplain dev and the bundled sample gold.
+    floor: float = 0.85
+    penalty: float = 0.02
+    # concat: embed the concatenated text (cached like sentences); mean: the normalised mean of the member
+    # sentences' embeddings (no extra encoding, cruder).
+    block_embedding: str = "concat"
+    # Gold mode: choose floor and penalty on the validation half (best F1 over θ) from these grids; align mode
+    # uses floor / penalty as given.
+    tune_on_gold: bool = True
+    floor_grid: list[float] = field(default_factory=lambda: [0.75, 0.8, 0.85, 0.9])
+    penalty_grid: list[float] = field(default_factory=lambda: [0.0, 0.01, 0.02, 0.05])
+    # greedy only: grow each taken block by free neighbours whose nearest sentence lies inside it (splits).
+    absorb: bool = True
+
+
 @dataclass
 class AlignerConfig:
     # symmetric: mutual argmax (precision); asymmetric: union of both argmax directions (recall);
@@ -151,6 +177,7 @@ class AlignerConfig:
     use_faiss: bool = True
     lexical: LexicalConfig = field(default_factory=LexicalConfig)
     classifier: ClassifierConfig = field(default_factory=ClassifierConfig)
+    nm: NmConfig = field(default_factory=NmConfig)
 
 
 @dataclass
@@ -209,6 +236,8 @@ class GoldConfig:
     margin_thresholds: list[float] = field(
         default_factory=lambda: [round(0.9 + 0.025 * i, 3) for i in range(17)]
     )
+    # The n:m aligner's block cosines: a finer grid, reaching higher (E5-style cosines crowd above 0.8).
+    nm_thresholds: list[float] = field(default_factory=lambda: [round(0.7 + 0.01 * i, 2) for i in range(29)])
     # lexical (mean similarity) and classifier (probability) scores lie in [0, 1]: a grid over all of it.
     score_thresholds: list[float] = field(default_factory=lambda: [round(0.05 * i, 2) for i in range(1, 20)])
     # Any registered aligners; add lexical / classifier to compare the papers' older aligners on the same gold.

@@ -39,10 +39,10 @@ def test_asymmetric_is_union_of_both_directions():
 @pytest.mark.parametrize(
     ("theta", "expected"),
     [
-        (0.6, [(0, 0), (2, 1)]),  # θ is inclusive: Phi >= θ survives
-        (0.6000001, [(0, 0)]),
-        (0.9, [(0, 0)]),
-        (0.91, []),
+        (0.5999999, [(0, 0), (2, 1)]),
+        (0.6, [(0, 0)]),  # θ is strict, as in the MultiMSD authors' script: Phi == θ is dropped
+        (0.8999, [(0, 0)]),
+        (0.9, []),
         (-1.0, [(0, 0), (2, 1)]),  # θ never adds pairs the argmax did not choose
     ],
 )
@@ -52,7 +52,8 @@ def test_threshold_edges_symmetric(theta, expected):
 
 def test_threshold_edges_asymmetric():
     assert pairs(match_matrix(SIM, "asymmetric", 0.75)) == [(0, 0), (1, 0)]
-    assert pairs(match_matrix(SIM, "asymmetric", 0.7)) == [(0, 0), (1, 0), (1, 2)]
+    assert pairs(match_matrix(SIM, "asymmetric", 0.7)) == [(0, 0), (1, 0)]  # strict: 0.7 is not > 0.7
+    assert pairs(match_matrix(SIM, "asymmetric", 0.6999)) == [(0, 0), (1, 0), (1, 2)]
 
 
 def test_ties_go_to_lower_index():

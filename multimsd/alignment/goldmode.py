@@ -15,7 +15,7 @@ from pathlib import Path
 from multimsd import LANGUAGES
 from multimsd.alignment.aligners import aligner_candidates, get_aligners
 from multimsd.alignment.encode import embed_documents, make_embedder
-from multimsd.alignment.goldscore import best_threshold, split_gold_ids, sweep, write_json
+from multimsd.alignment.goldscore import best_threshold, split_gold_ids, subsets, sweep, write_json
 from multimsd.config import AlignConfig
 from multimsd.errors import MultimsdError
 from multimsd.fsutil import atomic_directory, check_replaceable, check_writable_dir
@@ -56,13 +56,16 @@ def evaluate_gold(cfg: AlignConfig, docs: list[GoldDoc]) -> dict:
             ldocs = [d for d in docs if lang in ("all", d.lang)]
             vdocs = [d for d in ldocs if d.article_id in valid_ids]
             tdocs = [d for d in ldocs if d.article_id in test_ids]
-            curve = sweep(by_doc, vdocs, grid, cfg.gold.only_1to1)
+            strict = aligner.strict_threshold
+            curve = sweep(by_doc, vdocs, grid, cfg.gold.only_1to1, strict)
             theta = best_threshold(curve)
-            test = sweep(by_doc, tdocs, [theta], cfg.gold.only_1to1)[theta]
+            test = sweep(by_doc, tdocs, [theta], cfg.gold.only_1to1, strict)[theta]
             per_lang[lang] = {
                 "threshold": theta,
                 "valid": curve[theta].as_dict(),
                 "test": test.as_dict(),
+                # The same θ, test half, 1:1 and n:m items apart (an n:m aligner's gain shows here).
+                "test_subsets": {k: v.as_dict() for k, v in subsets(by_doc, tdocs, theta, strict).items()},
                 "valid_curve": [{"threshold": t, **curve[t].as_dict()} for t in grid],
             }
         results["methods"][aligner.name] = per_lang
@@ -84,6 +87,15 @@ def gold_markdown(results: dict) -> str:
             t = e["test"]
             cells.append(f"{e['threshold']:g} | {t['precision']:.3f} | {t['recall']:.3f} | {t['f1']:.3f}")
         lines.append(f"| {lang} | " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append("| lang | method | 1:1 P | R | F1 | n:m P | R | F1 |")
+    lines.append("|---|---|" + "---:|" * 6)
+    for lang in langs:
+        for method, per_lang in methods.items():
+            sub = per_lang[lang].get("test_subsets")
+            if sub:
+                cells = [f"{sub[k][m]:.3f}" for k in ("1:1", "n:m") for m in ("precision", "recall", "f1")]
+                lines.append(f"| {lang} | {method} | " + " | ".join(cells) + " |")
     lines.append("")
     lines.append(
         f"θ tuned on {len(results['valid_articles'])} validation article pair(s), P/R/F1 on "

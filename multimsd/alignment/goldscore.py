@@ -1,8 +1,10 @@
 """Scoring sentence alignments against human gold alignments, and tuning θ (MultiMSD section 3.3, Table 3).
 
 Scoring follows the DEplain authors and the MultiMSD paper: a predicted pair is correct iff it is exactly a
-gold pair; precision = correct / predicted, recall = correct / gold. An argmax aligner only ever predicts 1:1
-pairs, so n:m gold items count as misses unless ``only_1to1`` restricts the gold to 1:1.
+gold pair; precision = correct / predicted, recall = correct / gold. An n:m prediction (aligner=nm) is correct
+iff its complex and simple member sets both equal those of one gold item. An argmax aligner only ever predicts
+1:1 pairs, so n:m gold items count as misses unless ``only_1to1`` restricts the gold to 1:1. :func:`subsets`
+scores the 1:1 and the n:m items apart (predictions and gold of that shape only).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from multimsd.alignment.match import Match
+from multimsd.alignment.match import Match, passes
 from multimsd.errors import MultimsdError
 from multimsd.gold import GoldDoc, GoldPair
 
@@ -54,9 +56,21 @@ def gold_set(doc: GoldDoc, only_1to1: bool = False) -> set[GoldPair]:
     return {g for g in doc.gold if len(g[0]) == 1 and len(g[1]) == 1} if only_1to1 else set(doc.gold)
 
 
-def score_doc(pred: list[tuple[int, int]], gold: set[GoldPair]) -> PRF:
-    """Exact-pair precision/recall counts for one document."""
-    pred_set = {((i,), (j,)) for i, j in pred}
+def as_item(p: tuple[int, int] | GoldPair | Match) -> GoldPair:
+    """A prediction as a gold-shaped item: (complex members, simple members), each sorted."""
+    if isinstance(p, Match):
+        return p.complex_members, p.simple_members
+    c, s = p
+    return (c,) if isinstance(c, int) else tuple(sorted(c)), (s,) if isinstance(s, int) else tuple(sorted(s))
+
+
+def is_1to1(item: GoldPair) -> bool:
+    return len(item[0]) == 1 and len(item[1]) == 1
+
+
+def score_doc(pred: list[tuple[int, int]] | list[GoldPair] | list[Match], gold: set[GoldPair]) -> PRF:
+    """Exact-item precision/recall counts for one document (1:1 (i, j) pairs, n:m items or matches)."""
+    pred_set = {as_item(p) for p in pred}
     return PRF(len(pred_set & gold), len(pred_set), len(gold))
 
 
@@ -75,19 +89,38 @@ def sweep(
     docs: list[GoldDoc],
     thresholds: list[float],
     only_1to1: bool = False,
+    strict: bool = False,
 ) -> dict[float, PRF]:
     """Micro-averaged P/R/F1 over ``docs`` for each θ, from threshold-free candidate matches.
 
     Matching decides *which* pairs compete before θ is applied, so the candidates (matches at θ = -inf)
-    are computed once and each θ is a filter on their scores.
+    are computed once and each θ is a filter on their scores (``score > θ`` if ``strict``, else ``>=``).
     """
     out = {}
     for theta in thresholds:
         total = PRF(0, 0, 0)
         for d in docs:
-            pred = [(m.i, m.j) for m in candidates[(d.article_id, d.lang)] if m.score >= theta]
+            pred = [m for m in candidates[(d.article_id, d.lang)] if passes(m.score, theta, strict)]
             total = total + score_doc(pred, gold_set(d, only_1to1))
         out[theta] = total
+    return out
+
+
+def subsets(
+    candidates: dict[tuple[str, str], list[Match]], docs: list[GoldDoc], theta: float, strict: bool = False
+) -> dict[str, PRF]:
+    """P/R/F1 of the 1:1 items and of the n:m items (1:m, n:1, n:m) apart, at one θ.
+
+    Each subset compares the predictions of that shape with the gold items of that shape, so a 1:1 aligner's
+    "n:m" row is empty and its "1:1" row is its score on the 1:1 gold.
+    """
+    out = {"1:1": PRF(0, 0, 0), "n:m": PRF(0, 0, 0)}
+    for d in docs:
+        pred = {as_item(m) for m in candidates[(d.article_id, d.lang)] if passes(m.score, theta, strict)}
+        for name, shape in (("1:1", True), ("n:m", False)):
+            p = {x for x in pred if is_1to1(x) == shape}
+            g = {x for x in d.gold if is_1to1(x) == shape}
+            out[name] = out[name] + PRF(len(p & g), len(p), len(g))
     return out
 
 

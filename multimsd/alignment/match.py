@@ -5,14 +5,23 @@ cosine matrix is Phi[i, j] = <c_i, s_j>. Everything below works from the k neare
 in the other article, found with FAISS inner-product search (or numpy, same answer), so a pair is only ever
 scored against its own article — never across articles.
 
-* symmetric (precision):  A_ij = 1 iff j = argmax_k Phi[i, k] and i = argmax_k Phi[k, j], and Phi_ij >= θ
-* asymmetric (recall):    A_ij = 1 iff j = argmax_k Phi[i, k] or  i = argmax_k Phi[k, j],  and Phi_ij >= θ
+* symmetric (precision):  A_ij = 1 iff j = argmax_k Phi[i, k] and i = argmax_k Phi[k, j], and Phi_ij > θ
+* asymmetric (recall):    A_ij = 1 iff j = argmax_k Phi[i, k] or  i = argmax_k Phi[k, j],  and Phi_ij > θ
 * margin (beyond the paper; Artetxe & Schwenk 2019, used for LASER bitext mining): the ratio margin
   M_ij = Phi_ij / ((mean of c_i's k best cosines + mean of s_j's k best cosines) / 2); pairs are the mutual
   argmax of M (over each side's k-NN candidates) with M_ij >= θ. It discounts "hub" sentences that are close
   to everything, which plain cosine thresholds cannot.
 
 Ties are broken towards the lower index, on both paths, so results are deterministic.
+
+Parity with the authors' released script (EhimeNLP/MultiMSDcorpus ``scripts/alignment/auto_alignment.py``;
+tests/test_authors_parity.py pins every point): their "pattern1" is our symmetric rule, "pattern2" our
+asymmetric one; θ is strict (``sim > threshold``) for both, as in their script, and the first maximum wins a
+tie, as Python's ``max`` does. Kept different on purpose: they compare pairs as *text* lines, we as sentence
+*indices* — so where an article repeats a sentence verbatim their pattern1 can write one line twice and their
+pattern2 (a set) writes it once, while we keep one row per index pair; the stage's duplicate filter
+(``filters.drop_duplicates``) makes the text-level results equal again. The margin rule is ours and keeps its
+inclusive θ (``M_ij >= θ``).
 """
 
 from __future__ import annotations
@@ -25,14 +34,33 @@ from multimsd.errors import MultimsdError
 
 # The matching rules of this module; multimsd.alignment.aligners.embedding registers one aligner for each.
 KNN_METHODS = ("symmetric", "asymmetric", "margin")
+# Rules whose θ is strict (score > θ), as in the MultiMSD authors' script; every other score keeps score >= θ.
+STRICT_METHODS = ("symmetric", "asymmetric")
+
+
+def passes(score: float, threshold: float, strict: bool) -> bool:
+    """θ as a filter: ``score > θ`` for the authors' cosine rules, ``score >= θ`` for every other score."""
+    return score > threshold if strict else score >= threshold
 
 
 @dataclass(frozen=True)
 class Match:
-    i: int  # complex sentence index
-    j: int  # simple sentence index
+    i: int  # complex sentence index (the first member of an n:m block)
+    j: int  # simple sentence index (the first member of an n:m block)
     score: float  # the score θ was applied to: cosine (symmetric/asymmetric) or margin
     cosine: float
+    # Block sizes: an n:m match covers complex sentences i .. i+n_c-1 and simple ones j .. j+n_s-1 (blocks of
+    # consecutive sentences, so two ints say it all and every 1:1 aligner stays unchanged).
+    n_c: int = 1
+    n_s: int = 1
+
+    @property
+    def complex_members(self) -> tuple[int, ...]:
+        return tuple(range(self.i, self.i + self.n_c))
+
+    @property
+    def simple_members(self) -> tuple[int, ...]:
+        return tuple(range(self.j, self.j + self.n_s))
 
 
 @dataclass
@@ -121,7 +149,8 @@ def match_from_knn(fwd: Knn, bwd: Knn, method: str, threshold: float, margin_k: 
             j, margin, cos = best_by_margin(fwd, fwd_mean, bwd_mean, i)
             if bwd_choice[j] == i:
                 pairs[(i, j)] = (margin, cos)
-    out = [Match(i, j, s, c) for (i, j), (s, c) in pairs.items() if s >= threshold]
+    strict = method in STRICT_METHODS
+    out = [Match(i, j, s, c) for (i, j), (s, c) in pairs.items() if passes(s, threshold, strict)]
     return sorted(out, key=lambda x: (x.i, x.j))
 
 

@@ -124,17 +124,20 @@ def run(cfg: AlignConfig | DictConfig | dict) -> dict:
     rows = []
     for p, (c_sents, s_sents), ms in zip(pairs, docs, matches):
         for m in ms:
-            if m.score >= a.threshold:
+            if aligner.keeps(m.score, a.threshold):
                 rows.append(
                     {
-                        "complex": c_sents[m.i],
-                        "simple": s_sents[m.j],
+                        # An n:m match's side is its member sentences joined by a space, in document order.
+                        "complex": " ".join(c_sents[k] for k in m.complex_members),
+                        "simple": " ".join(s_sents[k] for k in m.simple_members),
                         "lang": p.lang,
                         "article_id": p.article_id,
                         "score": m.score,
                         "cosine": m.cosine,
                         "complex_idx": m.i,
                         "simple_idx": m.j,
+                        "complex_members": list(m.complex_members),
+                        "simple_members": list(m.simple_members),
                     }
                 )
 
@@ -169,7 +172,20 @@ def run(cfg: AlignConfig | DictConfig | dict) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------- output
-COLUMNS = ("complex", "simple", "lang", "article_id", "score", "cosine", "complex_idx", "simple_idx")
+# complex_idx / simple_idx: the first member (the only one of a 1:1 pair, so older readers keep working);
+# complex_members / simple_members: every member index (several for aligner=nm's n:m pairs).
+COLUMNS = (
+    "complex",
+    "simple",
+    "lang",
+    "article_id",
+    "score",
+    "cosine",
+    "complex_idx",
+    "simple_idx",
+    "complex_members",
+    "simple_members",
+)
 
 
 def build_dataset_dict(rows: list[dict]):
@@ -185,6 +201,8 @@ def build_dataset_dict(rows: list[dict]):
             "cosine": datasets.Value("float32"),
             "complex_idx": datasets.Value("int32"),
             "simple_idx": datasets.Value("int32"),
+            "complex_members": datasets.Sequence(datasets.Value("int32")),
+            "simple_members": datasets.Sequence(datasets.Value("int32")),
         }
     )
     order = {lang: k for k, lang in enumerate(LANGUAGES)}
@@ -262,7 +280,8 @@ Sentence pairs (professional "complex" -> consumer "simple") aligned with multim
 Splits are by article: the same article ids are in the same split in every language.
 
 Columns: `complex`, `simple`, `lang`, `article_id`, `score` (the value θ was applied to), `cosine`,
-`complex_idx`, `simple_idx` (sentence indices in the source articles).
+`complex_idx`, `simple_idx` (sentence indices in the source articles; the first member of an n:m pair),
+`complex_members`, `simple_members` (every member sentence index; one each for a 1:1 pair).
 
 ## Statistics
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from multimsd.alignment.aligners.registry import Aligner, register_aligner
-from multimsd.alignment.match import KNN_METHODS, Match, article_knn, match_from_knn
+from multimsd.alignment.match import KNN_METHODS, STRICT_METHODS, Match, article_knn, match_from_knn
 from multimsd.config import AlignConfig, GoldConfig
 from multimsd.errors import MultimsdError
 
@@ -38,6 +38,8 @@ class EmbeddingAligner(Aligner):
 
     def __init__(self, name: str) -> None:
         self.name = name
+        # The authors' script keeps ``sim > threshold`` (pattern1 / pattern2); see multimsd.alignment.match.
+        self.strict_threshold = name in STRICT_METHODS
 
     def score_article(
         self, complex_side: np.ndarray, simple_side: np.ndarray, lang: str, cfg: AlignConfig

@@ -44,9 +44,10 @@ class Aligner:
     # "sentences": (complex sentences, simple sentences). The stage only loads an embedder when an aligner it
     # runs needs embeddings.
     needs: Input = "sentences"
-    # A Match is one (i, j) sentence pair; True would mean the aligner emits grouped n:m items (several
-    # sentences of a side as one unit). No aligner does yet, and gold scoring counts exact gold items.
+    # True: its Matches may be n:m blocks (Match.n_c / n_s > 1; aligner=nm). Gold scoring counts exact items.
     emits_n_to_m: bool = False
+    # True: θ keeps ``score > θ`` (the MultiMSD authors' rule for their cosine aligners); False: ``score >= θ``.
+    strict_threshold: bool = False
 
     def score_article(self, complex_side: Any, simple_side: Any, lang: str, cfg: AlignConfig) -> list[Match]:
         """Threshold-free candidates of one article pair, sorted by (complex index, simple index)."""
@@ -69,6 +70,10 @@ class Aligner:
         drop candidates below it early to save memory; None keeps every candidate.
         """
         return [self.score_article(c, s, lang, cfg) for (c, s), lang in zip(docs, langs)]
+
+    def keeps(self, score: float, threshold: float) -> bool:
+        """Whether θ keeps a candidate of this score (align mode and every point of the gold sweep)."""
+        return score > threshold if self.strict_threshold else score >= threshold
 
     def thresholds(self, gold: GoldConfig) -> list[float]:
         """The θ grid gold mode tunes over. Default: ``gold.score_thresholds``, a grid over a [0, 1] score."""
@@ -161,7 +166,7 @@ def aligner_candidates(
         )
     for (c_side, s_side), matches in zip(inputs, out):
         for m in matches:
-            if not (0 <= m.i < len(c_side) and 0 <= m.j < len(s_side)):
+            if not (0 <= m.i <= m.i + m.n_c <= len(c_side) and 0 <= m.j <= m.j + m.n_s <= len(s_side)):
                 raise MultimsdError(
                     f"aligner {aligner.name!r} returned pair ({m.i}, {m.j}) for an article pair of "
                     f"{len(c_side)} x {len(s_side)} sentences"

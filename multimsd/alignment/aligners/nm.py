@@ -1,0 +1,344 @@
+"""``aligner=nm``: n:m sentence alignment with embeddings of concatenated neighbours (beyond the paper).
+
+The paper's argmax aligners emit 1:1 pairs only, but consumer texts often split one professional sentence into
+several (in the DEplain-web gold a third of the alignments are 1:m, n:1 or n:m). In the spirit of Bertalign /
+Vecalign, a *block* is a run of 1..``max_complex`` consecutive complex (or 1..``max_simple`` consecutive simple)
+sentences, embedded as the text of its sentences joined by a space — through the stage's embedder and its
+SQLite cache, so a θ sweep or a second run encodes nothing again. Per article pair, with ``search=dp`` (the
+default), a monotone dynamic programme over the two sentence sequences (Vecalign / Bertalign style): each step
+skips a complex sentence, skips a simple sentence (both score 0: consumer texts drop and add material) or
+aligns a complex block with a simple block for ``cosine - floor - penalty`` per sentence beyond 1:1; the path
+with the highest total is kept, so a block pair below ``floor`` is never worth taking and a split is taken
+when its concatenation beats its single sentences.
+
+``search=greedy`` drops the order constraint (for reordered content):
+
+1. seeds: every sentence's argmax partner in the other article (both directions, as ``aligner=asymmetric``
+   but without θ), so a simple sentence that belongs to a split still reaches its complex sentence;
+2. candidates: every block pair whose complex block contains a seed's complex sentence and whose simple block
+   contains its simple sentence, scored by the cosine of the two block embeddings;
+3. selection: candidates compete greedily by cosine minus ``penalty`` per sentence beyond 1:1; a candidate is
+   taken when none of its sentences is taken yet (each sentence is used at most once), then (``absorb``)
+   each taken block grows by free neighbours whose own nearest sentence lies inside it.
+
+Each taken block pair is one :class:`~multimsd.alignment.match.Match` (first members ``i``, ``j``, sizes
+``n_c``, ``n_s``) whose ``score`` is the plain block cosine; θ (``aligner.threshold``) filters on it
+afterwards, like every aligner. In gold mode (``tune_on_gold``) ``floor`` and ``penalty`` are first chosen on
+the validation half from ``floor_grid`` x ``penalty_grid``, like θ. Options: ``aligner.nm.*`` (:class:`multimsd.config.NmConfig`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from multimsd.alignment.aligners.registry import Aligner, register_aligner
+from multimsd.alignment.match import Match
+from multimsd.config import AlignConfig, GoldConfig, NmConfig
+from multimsd.errors import MultimsdError
+
+if TYPE_CHECKING:
+    from multimsd.gold import GoldDoc
+
+log = logging.getLogger(__name__)
+
+Span = tuple[int, int]  # (first sentence, number of sentences)
+BLOCK_EMBEDDINGS = ("concat", "mean")
+SEARCHES = ("dp", "greedy")
+
+
+def spans(n: int, k: int) -> list[Span]:
+    """Every block of 1..k consecutive sentences of an n-sentence side; the n single sentences come first."""
+    return [(a, size) for size in range(1, k + 1) for a in range(n - size + 1)]
+
+
+def block_text(sents: Sequence[str], span: Span) -> str:
+    """A block's text: its sentences joined by a space, in document order (a single sentence is itself)."""
+    a, size = span
+    return " ".join(sents[a : a + size])
+
+
+def mean_blocks(sent_vecs: np.ndarray, blocks: list[Span]) -> np.ndarray:
+    """Block vectors as the L2-normalised mean of their sentences' vectors (``block_embedding=mean``)."""
+    out = np.stack([sent_vecs[a : a + size].mean(axis=0) for a, size in blocks]) if blocks else sent_vecs[:0]
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    return out / np.where(norms > 0, norms, 1.0)
+
+
+def align_blocks(
+    c_blocks: list[Span],
+    c_vecs: np.ndarray,
+    s_blocks: list[Span],
+    s_vecs: np.ndarray,
+    penalty: float,
+    absorb: bool = True,
+    search: str = "dp",
+    floor: float = 0.85,
+) -> list[Match]:
+    """Threshold-free n:m matches of one article pair from its block vectors (rows in ``*_blocks`` order).
+
+    ``c_blocks`` / ``s_blocks`` must start with the single sentences 0..m-1 / 0..n-1 (as :func:`spans` gives).
+    """
+    m = sum(1 for _, size in c_blocks if size == 1)
+    n = sum(1 for _, size in s_blocks if size == 1)
+    if m == 0 or n == 0:
+        return []
+    sims = np.asarray(c_vecs, dtype=np.float64) @ np.asarray(s_vecs, dtype=np.float64).T
+    c_row = {span: r for r, span in enumerate(c_blocks)}
+    s_row = {span: r for r, span in enumerate(s_blocks)}
+    if search == "dp":
+        return _matches(_dp_select(sims, c_row, s_row, m, n, penalty, floor), sims, c_row, s_row)
+    # np.argmax takes the first maximum, like the symmetric / asymmetric aligners' tie rule.
+    seeds = {(i, int(np.argmax(sims[i, :n]))) for i in range(m)}
+    seeds |= {(int(np.argmax(sims[:m, j])), j) for j in range(n)}
+    c_having = _blocks_having(c_blocks, m)
+    s_having = _blocks_having(s_blocks, n)
+    cands = {(cb, sb) for i, j in seeds for cb in c_having[i] for sb in s_having[j]}
+
+    def key(cand: tuple[int, int]) -> tuple[float, int, int, int, int, int]:
+        (a, na), (b, nb) = c_blocks[cand[0]], s_blocks[cand[1]]
+        # Best penalised cosine first; among equals the smaller block, then document order (deterministic).
+        return (-(sims[cand] - penalty * (na + nb - 2)), na + nb, a, b, na, nb)
+
+    used_c, used_s = np.zeros(m, dtype=bool), np.zeros(n, dtype=bool)
+    taken = []
+    for cand in sorted(cands, key=key):
+        (a, na), (b, nb) = c_blocks[cand[0]], s_blocks[cand[1]]
+        if used_c[a : a + na].any() or used_s[b : b + nb].any():
+            continue
+        used_c[a : a + na] = True
+        used_s[b : b + nb] = True
+        taken.append([a, na, b, nb])
+    if absorb:
+        _absorb(taken, sims[:m, :n], used_c, used_s, set(c_blocks), set(s_blocks))
+    return _matches(taken, sims, c_row, s_row)
+
+
+def _matches(
+    taken: list[list[int]], sims: np.ndarray, c_row: dict[Span, int], s_row: dict[Span, int]
+) -> list[Match]:
+    """Taken blocks [a, na, b, nb] as Matches whose score is the plain block cosine, in document order."""
+    out = []
+    for a, na, b, nb in taken:
+        cos = float(sims[c_row[(a, na)], s_row[(b, nb)]])
+        out.append(Match(a, b, cos, cos, na, nb))
+    return sorted(out, key=lambda x: (x.i, x.j))
+
+
+def _dp_select(
+    sims: np.ndarray,
+    c_row: dict[Span, int],
+    s_row: dict[Span, int],
+    m: int,
+    n: int,
+    penalty: float,
+    floor: float,
+) -> list[list[int]]:
+    """Monotone alignment (Vecalign / Bertalign style): the block pairs, in order, with skips on both sides,
+    that maximise the sum of (cosine - floor - penalty per sentence beyond 1:1). A skip scores 0, so a block
+    pair below ``floor`` is never worth taking."""
+    kc = max(size for _, size in c_row)
+    ks = max(size for _, size in s_row)
+    best = np.full((m + 1, n + 1), -np.inf)
+    best[0, 0] = 0.0
+    back: dict[tuple[int, int], tuple[int, int]] = {}
+    for i in range(m + 1):
+        for j in range(n + 1):
+            v = best[i, j]
+            if i < m and v > best[i + 1, j]:
+                best[i + 1, j] = v
+                back[(i + 1, j)] = (1, 0)
+            if j < n and v > best[i, j + 1]:
+                best[i, j + 1] = v
+                back[(i, j + 1)] = (0, 1)
+            for na in range(1, min(kc, m - i) + 1):
+                r = c_row[(i, na)]
+                for nb in range(1, min(ks, n - j) + 1):
+                    g = v + sims[r, s_row[(j, nb)]] - floor - penalty * (na + nb - 2)
+                    # a block is recorded as (-na, -nb) so it is told apart from a skip
+                    if g > best[i + na, j + nb]:
+                        best[i + na, j + nb] = g
+                        back[(i + na, j + nb)] = (-na, -nb)
+    taken = []
+    i, j = m, n
+    while (i, j) != (0, 0):
+        di, dj = back[(i, j)]
+        if di < 0:
+            i, j = i + di, j + dj
+            taken.append([i, -di, j, -dj])
+        else:
+            i, j = i - di, j - dj
+    return taken[::-1]
+
+
+def _absorb(
+    taken: list[list[int]],
+    sims: np.ndarray,
+    used_c: np.ndarray,
+    used_s: np.ndarray,
+    c_spans: set[Span],
+    s_spans: set[Span],
+) -> None:
+    """Grow taken blocks (in place) by free neighbours whose own nearest sentence lies inside the block.
+
+    A split spreads one complex sentence over several simple ones, each of which is nearest to it, but the
+    concatenation of all of them is not always the best-scoring block (a cosine barely moves when a short
+    sentence is added). A free neighbouring simple sentence whose argmax complex sentence is a member of the
+    block belongs to it (and likewise for the complex side), as long as the block stays within the sizes.
+    """
+    fwd = sims.argmax(axis=1)  # complex sentence -> nearest simple sentence
+    bwd = sims.argmax(axis=0)  # simple sentence -> nearest complex sentence
+    for t in taken:
+        grown = True
+        while grown:
+            grown = False
+            a, na, b, nb = t
+            for k in (b - 1, b + nb):
+                if (
+                    0 <= k < len(bwd)
+                    and not used_s[k]
+                    and a <= bwd[k] < a + na
+                    and (min(b, k), nb + 1) in s_spans
+                ):
+                    used_s[k] = True
+                    t[2], t[3] = min(b, k), nb + 1
+                    grown = True
+                    break
+            if grown:
+                continue
+            for k in (a - 1, a + na):
+                if (
+                    0 <= k < len(fwd)
+                    and not used_c[k]
+                    and b <= fwd[k] < b + nb
+                    and (min(a, k), na + 1) in c_spans
+                ):
+                    used_c[k] = True
+                    t[0], t[1] = min(a, k), na + 1
+                    grown = True
+                    break
+
+
+def _blocks_having(blocks: list[Span], n: int) -> list[list[int]]:
+    """For each sentence, the rows of the blocks that contain it."""
+    having: list[list[int]] = [[] for _ in range(n)]
+    for r, (a, size) in enumerate(blocks):
+        for k in range(a, a + size):
+            having[k].append(r)
+    return having
+
+
+def block_vectors(
+    docs: Sequence[tuple[Sequence[str], Sequence[str]]], cfg: AlignConfig
+) -> list[tuple[list[Span], np.ndarray, list[Span], np.ndarray]]:
+    """Each document's (complex blocks, their vectors, simple blocks, their vectors), one encoder call a side.
+
+    Single sentences are encoded with exactly the text and prefix the embedding aligners use, so they come
+    from the same cache entries; concatenations get entries of their own.
+    """
+    from multimsd.alignment.encode import make_embedder
+
+    c = cfg.aligner.nm
+    embedder = make_embedder(cfg)
+    per_side = []
+    for side, k, prefix in (
+        (0, c.max_complex, cfg.embedder.complex_prefix),
+        (1, c.max_simple, cfg.embedder.simple_prefix),
+    ):
+        blocks = [spans(len(d[side]), k) for d in docs]
+        if c.block_embedding == "mean":
+            texts = [s for d in docs for s in d[side]]
+        else:
+            texts = [block_text(d[side], span) for d, bs in zip(docs, blocks) for span in bs]
+        vecs = embedder.encode(texts, prefix=prefix)
+        mats, start = [], 0
+        for d, bs in zip(docs, blocks):
+            if c.block_embedding == "mean":
+                mats.append(mean_blocks(vecs[start : start + len(d[side])], bs))
+                start += len(d[side])
+            else:
+                mats.append(vecs[start : start + len(bs)])
+                start += len(bs)
+        per_side.append((blocks, mats))
+    (cb, cm), (sb, sm) = per_side
+    return list(zip(cb, cm, sb, sm))
+
+
+def check_nm_config(c: NmConfig) -> None:
+    if c.max_complex < 1 or c.max_simple < 1:
+        raise MultimsdError(
+            f"aligner.nm.max_complex={c.max_complex}, aligner.nm.max_simple={c.max_simple}: both must be >= 1"
+        )
+    if c.block_embedding not in BLOCK_EMBEDDINGS:
+        raise MultimsdError(
+            f"aligner.nm.block_embedding={c.block_embedding!r}: choose {', '.join(BLOCK_EMBEDDINGS)}"
+        )
+    if not c.floor_grid or not c.penalty_grid:
+        raise MultimsdError("aligner.nm.floor_grid and aligner.nm.penalty_grid must not be empty")
+    if c.search not in SEARCHES:
+        raise MultimsdError(f"aligner.nm.search={c.search!r}: choose {', '.join(SEARCHES)}")
+
+
+def tune_on_gold(gold_train: list[GoldDoc], cfg: AlignConfig) -> tuple[float, float]:
+    """(floor, penalty) from the ``aligner.nm`` grids with the best F1 (at its best θ) on ``gold_train``.
+
+    Gold mode passes the validation half only, so the test half stays unseen. Worth it because the best
+    trade-off depends on the corpus: splits are common in DEplain (penalty 0 wins) and absent from the bundled
+    sample (a penalty keeps 1:1 pairs whole).
+    """
+    from multimsd.alignment.goldscore import best_threshold, sweep
+
+    c = cfg.aligner.nm
+    vecs = block_vectors([(d.complex, d.simple) for d in gold_train], cfg)
+    scores = {}
+    for floor in c.floor_grid:
+        for penalty in c.penalty_grid:
+            cands = {
+                (d.article_id, d.lang): align_blocks(cb, cv, sb, sv, penalty, c.absorb, c.search, floor)
+                for d, (cb, cv, sb, sv) in zip(gold_train, vecs)
+            }
+            curve = sweep(cands, gold_train, list(cfg.gold.nm_thresholds))
+            scores[(floor, penalty)] = round(curve[best_threshold(curve)].f1, 12)
+    # Like θ (goldscore.best_threshold): on equal F1 the more conservative setting, higher floor then penalty.
+    best = max(scores, key=lambda fp: (scores[fp], fp))
+    log.info("aligner.nm tuned on %d gold article pair(s): floor=%g penalty=%g", len(gold_train), *best)
+    return best
+
+
+@register_aligner
+class NmAligner(Aligner):
+    """Blocks of consecutive sentences aligned by the cosine of their concatenations' embeddings."""
+
+    name = "nm"
+    # It embeds blocks itself (through the stage's embedder and cache), so it takes the sentences.
+    needs = "sentences"
+    emits_n_to_m = True
+
+    def candidates(
+        self,
+        docs: Sequence[tuple[Sequence[str], Sequence[str]]],
+        langs: Sequence[str],
+        cfg: AlignConfig,
+        *,
+        gold_train: list[GoldDoc] | None = None,
+        min_score: float | None = None,
+    ) -> list[list[Match]]:
+        c = cfg.aligner.nm
+        check_nm_config(c)
+        floor, penalty = c.floor, c.penalty
+        if gold_train and c.tune_on_gold:
+            floor, penalty = tune_on_gold(gold_train, cfg)
+        return [
+            align_blocks(cb, cv, sb, sv, penalty, c.absorb, c.search, floor)
+            for cb, cv, sb, sv in block_vectors(docs, cfg)
+        ]
+
+    def thresholds(self, gold: GoldConfig) -> list[float]:
+        return list(gold.nm_thresholds)
+
+    def check_threshold(self, threshold: float) -> None:
+        if not -1.0 <= threshold <= 1.0:
+            raise MultimsdError(f"aligner.threshold={threshold} is outside [-1, 1], the range of a cosine")
