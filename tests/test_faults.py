@@ -67,25 +67,9 @@ def test_check_writable_dir_creates_nothing(tmp_path):
 
 def tiny_cfg(tmp_path, name: str) -> dict:
     """The LoRA tiny-llama run of tests/test_checkpoint.py: 8 optimizer steps, a checkpoint after each."""
-    return {
-        "model": {
-            "name": "tiny_llama",
-            "kind": "causal",
-            "pretrained": "tiny:llama",
-            "lora": {"enabled": True, "dropout": 0.0},  # no dropout: losses depend on weights and order only
-        },
-        "data": {
-            "languages": ["en"],
-            "mode": "mono",
-            "max_train_examples": 8,
-            "max_eval_examples": 2,
-            "max_length": 512,
-        },
-        "optim": {"batch_size": 2, "epochs": 2, "lr": 1e-2},
-        "eval": {"generate": False, "before_training": False, "max_new_tokens": 4},
-        "checkpoint_every": 1,
-        "output_dir": str(tmp_path / name),
-    }
+    from test_checkpoint import lora_cfg
+
+    return lora_cfg(tmp_path, name)
 
 
 def step_losses(res: dict) -> list[float]:
