@@ -280,3 +280,32 @@ def test_cancelled_job_is_reported_without_hanging(cluster, tmp_path):
     assert proc.returncode != 0
     err = err.decode(errors="replace")
     assert f"Job {job} " in err and "CANCELLED" in err, err[-3000:]
+
+
+def test_job_over_its_time_limit_is_reported(cluster, tmp_path):
+    earlier = frozenset(_sacct(cluster, "train", 0))
+    t0 = time.monotonic()
+    proc = _sweep(
+        cluster,
+        "train.py",
+        "model=tiny_llama",
+        "debug=train_tiny",
+        "optim.max_steps=100000",  # far longer than the limit
+        "optim.epochs=100000",
+        "eval.patience=100000",  # no early stop
+        "hydra.launcher.timeout_min=1",
+        f"output_dir={tmp_path}/run",
+        f"hydra.sweep.dir={tmp_path}/sweep",
+    )
+    took = time.monotonic() - t0
+    assert proc.returncode != 0
+    states = _sacct(cluster, "train", 1, exclude=earlier)
+    [(job, state)] = states.items()
+    # submitit's signal (signal_delay_s before the limit) ends the job itself when it may not be re-queued
+    # (max_num_timeout=0), so SLURM records COMPLETED, or TIMEOUT if SLURM's kill came first.
+    assert state in ("COMPLETED", "TIMEOUT"), states
+    # Reported with the reason within a bounded time (the 1-minute limit at most, plus submitit's polling), not
+    # a wait for ever. submitit's message does not name the job id here (the failed / cancelled cases do).
+    assert "timed-out too many times" in proc.stderr, proc.stderr[-3000:]
+    assert not (tmp_path / "run" / "all_results.json").exists()
+    assert took < 240, took
