@@ -90,22 +90,17 @@ def _write(name: str, out: Path) -> None:
         gen = GenerationConfig(pad_token_id=ids["pad"], bos_token_id=ids["bos"], eos_token_id=ids["eos"])
     else:
         tokenizer = build_mbart50_tokenizer("en", "en", model_max_length=shape["max_position_embeddings"])
-        pad, bos, eos = tokenizer.pad_token_id, tokenizer.bos_token_id, tokenizer.eos_token_id
-        config = MBartConfig(
-            **shape,
-            pad_token_id=pad,
-            bos_token_id=bos,
-            eos_token_id=eos,
-            decoder_start_token_id=eos,
-            forced_eos_token_id=eos,
-        )
-        gen = GenerationConfig(
-            pad_token_id=pad,
-            bos_token_id=bos,
-            eos_token_id=eos,
-            decoder_start_token_id=eos,
-            forced_eos_token_id=eos,
-        )
+        eos = tokenizer.eos_token_id
+        # mBART-50 starts decoding from </s> and ends on it; the model and its generation config say the same.
+        special = {
+            "pad_token_id": tokenizer.pad_token_id,
+            "bos_token_id": tokenizer.bos_token_id,
+            "eos_token_id": eos,
+            "decoder_start_token_id": eos,
+            "forced_eos_token_id": eos,
+        }
+        config = MBartConfig(**shape, **special)
+        gen = GenerationConfig(**special)
     config.save_pretrained(str(out))
     gen.save_pretrained(str(out))
     tokenizer.save_pretrained(str(out))
