@@ -189,12 +189,13 @@ def looks_like_hub_id(path: str) -> bool:
     return len(parts) == 2 and all(parts) and not path.startswith((".", "~")) and not Path(path).suffix
 
 
-def read_tsv(path: str | Path) -> list[tuple[int, dict]]:
+def read_tsv(path: str | Path, bad_lines: list[int] | None = None) -> list[tuple[int, dict]]:
     """A UTF-8 TSV file with a header row, strictly: ``(line number, {column: value})`` per data row.
 
     Quotes are ordinary characters (sentences contain them). A row whose field count differs from the
     header's (a stray tab inside a sentence, a truncated line) is an error that names its line, because
-    shifting the columns of one row would silently pair a sentence with the wrong text.
+    shifting the columns of one row would silently pair a sentence with the wrong text -- unless the caller
+    passes a ``bad_lines`` list: such rows are then left out and their line numbers appended to it.
     """
     path = Path(path)
     if not path.is_file():
@@ -212,6 +213,9 @@ def read_tsv(path: str | Path) -> list[tuple[int, dict]]:
     for lineno, line in lines[1:]:
         fields = line.split("\t")
         if len(fields) != len(header):
+            if bad_lines is not None:
+                bad_lines.append(lineno)
+                continue
             raise MultimsdError(
                 f"{path}:{lineno}: {len(fields)} tab-separated fields, the header has {len(header)}"
             )

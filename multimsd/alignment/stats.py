@@ -24,27 +24,14 @@ def corpus_statistics(
     for p, (c, s) in zip(pairs, docs):
         sentences[p.lang][0] += len(c)
         sentences[p.lang][1] += len(s)
-    by_lang = defaultdict(list)
-    for r in rows:
-        by_lang[r["lang"]].append(r)
+    per_rows = pair_statistics(rows, langs)
     for lang in langs:
-        lrows = by_lang[lang]
-        entry = {
+        per_lang[lang] = {
             "article_pairs": articles[lang],
             "complex_sentences_in": sentences[lang][0],
             "simple_sentences_in": sentences[lang][1],
-            "sentence_pairs": len(lrows),
+            **per_rows[lang],
         }
-        for side in ("complex", "simple"):
-            texts = [r[side] for r in lrows]
-            words = [word_tokenize(t, lang) for t in texts]
-            n = max(len(texts), 1)
-            entry[f"vocab_{side}"] = len({w for ws in words for w in ws})
-            entry[f"avg_chars_{side}"] = sum(len(t) for t in texts) / n
-            entry[f"avg_words_{side}"] = sum(len(ws) for ws in words) / n
-        for split in SPLITS:
-            entry[split] = sum(1 for r in lrows if r["split"] == split)
-        per_lang[lang] = entry
     split_articles = Counter(assignment.values())
     return {
         "languages": langs,
@@ -88,3 +75,25 @@ def statistics_markdown(stats: dict) -> str:
         f"regex words and punctuation (others)."
     )
     return "\n".join(lines)
+
+
+def pair_statistics(rows: list[dict], langs: list[str]) -> dict[str, dict]:
+    """Per language: sentence pairs, vocabulary and mean sentence length per side, pairs per split."""
+    by_lang = defaultdict(list)
+    for r in rows:
+        by_lang[r["lang"]].append(r)
+    out: dict[str, dict] = {}
+    for lang in langs:
+        lrows = by_lang[lang]
+        entry: dict = {"sentence_pairs": len(lrows)}
+        for side in ("complex", "simple"):
+            texts = [r[side] for r in lrows]
+            words = [word_tokenize(t, lang) for t in texts]
+            n = max(len(texts), 1)
+            entry[f"vocab_{side}"] = len({w for ws in words for w in ws})
+            entry[f"avg_chars_{side}"] = sum(len(t) for t in texts) / n
+            entry[f"avg_words_{side}"] = sum(len(ws) for ws in words) / n
+        for split in SPLITS:
+            entry[split] = sum(1 for r in lrows if r["split"] == split)
+        out[lang] = entry
+    return out

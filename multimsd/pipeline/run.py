@@ -52,7 +52,7 @@ class Stage:
     config: DictConfig | None
     fp: str
     out: Path
-    kind: str  # align | gold | train | evaluate
+    kind: str  # align | pairs | gold | train | evaluate
     system: str | None = None
     info: dict = field(default_factory=dict)
 
@@ -133,10 +133,26 @@ def plan(cfg: RunConfig | DictConfig, run_dir: Path) -> list[Stage]:
     from multimsd import __version__
 
     stages: list[Stage] = []
-    align_cfg = compose("align", [*cfg.align, f"output.dir={run_dir / 'align'}", "mode=align"])
-    align_fp = fingerprint([__version__, OmegaConf.to_container(align_cfg, resolve=True)])
-    stages.append(Stage("align", align_cfg, align_fp, run_dir / "align", "align"))
-    if cfg.gold:
+    if cfg.pairs.path:  # an aligned corpus: read, split by document and written where align.py would write
+        from multimsd.pipeline.pairs import check_pairs_config, input_fingerprint
+
+        check_pairs_config(cfg.pairs)
+        if cfg.align:
+            logger.warning(
+                "pairs.path replaces alignment: the align overrides %s are not used", list(cfg.align)
+            )
+        pairs_cfg = cfg.pairs
+        align_fp = fingerprint(
+            [__version__, OmegaConf.to_container(pairs_cfg, resolve=True), input_fingerprint(cfg.pairs.path)]
+        )
+        stages.append(Stage("pairs", pairs_cfg, align_fp, run_dir / "align", "pairs"))
+    else:
+        align_cfg = compose("align", [*cfg.align, f"output.dir={run_dir / 'align'}", "mode=align"])
+        align_fp = fingerprint([__version__, OmegaConf.to_container(align_cfg, resolve=True)])
+        stages.append(Stage("align", align_cfg, align_fp, run_dir / "align", "align"))
+    if cfg.gold and cfg.pairs.path:
+        logger.info("gold: skipped (the run reads aligned pairs from pairs.path; no aligner to score)")
+    elif cfg.gold:
         gold_cfg = compose(
             "align", [*cfg.align, "mode=gold", f"gold.report_dir={run_dir / 'align' / 'gold'}"]
         )
@@ -206,6 +222,10 @@ def check_run_dir(run_dir: Path) -> None:
 # ------------------------------------------------------------------------------------------- stages
 def run_stage(stage: Stage) -> dict:
     """Run one stage in this process through its importable ``run(cfg)``."""
+    if stage.kind == "pairs":
+        from multimsd.pipeline.pairs import build_pairs
+
+        return build_pairs(stage.config, stage.out)
     if stage.kind == "align" or stage.kind == "gold":
         from multimsd.alignment.stage import run as align_run
 
@@ -282,7 +302,7 @@ def write_run_files(
         "timings": {name: st["seconds"] for name, st in status.items()},
         "align": {
             "stats": "align/stats.json",
-            "gold": "align/gold/gold_results.json" if cfg.gold else None,
+            "gold": "align/gold/gold_results.json" if any(s.kind == "gold" for s in stages) else None,
         },
         "references": rel(trained[0].out / "predictions" / "test" / "references.jsonl") if trained else None,
         "evaluation": "evaluation/results.json",
@@ -300,7 +320,11 @@ def write_run_files(
         }
     swept = [n for n, sc in systems.items() if sc["sweep"] is not None]
     if swept:
-        run_info["sweep"] = {"parameter": cfg.sweep.parameter, "systems": swept}
+        run_info["sweep"] = {
+            "parameter": cfg.sweep.parameter,
+            "systems": swept,
+            **select_swept(run_dir, swept),
+        }
     write_json_atomic(run_dir / RUN_MARKER, run_info)
 
     evaluation = read_json(run_dir / "evaluation" / "results.json") or {}
@@ -315,10 +339,24 @@ def write_run_files(
         },
         "comparisons": evaluation.get("comparisons", []),
         "ranking": evaluation.get("ranking"),
+        "sweep": run_info["sweep"],
         "timings": run_info["timings"],
     }
     write_json_atomic(run_dir / "results.json", results)
     return results
+
+
+def select_swept(run_dir: Path, swept: list[str]) -> dict:
+    """The paper's selection among the swept systems: the best mean of SARI and BLEU on *validation* (each
+    system's best epoch, chosen by validation loss, predicting the validation split); ties go to the first.
+    The test split plays no part, so the selected system's test score is an unbiased estimate."""
+    validation = {}
+    for name in swept:
+        v = (read_json(run_dir / "systems" / name / "all_results.json") or {}).get("validation") or {}
+        if "mean_sari_bleu" in v:
+            validation[name] = {k: v[k] for k in ("sari", "bleu", "mean_sari_bleu")}
+    selected = max(validation, key=lambda n: validation[n]["mean_sari_bleu"]) if validation else None
+    return {"selected_by": "mean(sari,bleu) on validation", "selected": selected, "validation": validation}
 
 
 def _theta(stages: list[Stage], system: str) -> float | None:

@@ -231,11 +231,27 @@ def sweep_section(run: Run) -> Section | None:
         series.append(Series(name, [(p[0], p[col]) for p in kept], [err(p[1], metric) for p in kept]))
     title = f"SARI and BLEU vs {param}"
     sec.blocks.append(Chart(title, line_chart(series, title, param, "score (avg over languages)"), title))
+    val = sweep.get("validation") or {}
+    selected = sweep.get("selected")
     rows = [
-        [Cell(f"{t:g}", num=True), Cell(run.label(n)), Cell(num(s), num=True), Cell(num(b), num=True)]
+        [
+            Cell(f"{t:g}", num=True),
+            Cell(run.label(n) + (" (selected)" if n == selected else "")),
+            Cell(num(s), num=True),
+            Cell(num(b), num=True),
+            Cell(num((val.get(n) or {}).get("mean_sari_bleu")), num=True, bold=n == selected),
+        ]
         for t, n, s, b in pts
     ]
-    values = [[None, s, b] for _, _, s, b in pts]
-    bold_best(rows, values, [False, False, False])
-    sec.blocks.append(Table([param, "system", "SARI", "BLEU"], rows, caption=f"Scores per {param}"))
+    values = [[None, s, b, None] for _, _, s, b in pts]
+    bold_best(rows, values, [False, False, False, False])
+    if selected:
+        sec.blocks.append(
+            Paragraph(
+                f"Selected as the paper does, by the mean of SARI and BLEU on the validation split: "
+                f"{run.label(selected)}. Test scores play no part in the choice."
+            )
+        )
+    header = [param, "system", "test SARI", "test BLEU", "val mean(SARI, BLEU)"]
+    sec.blocks.append(Table(header, rows, caption=f"Scores per {param}"))
     return sec
