@@ -287,7 +287,7 @@ class RefsConfig:
 
 @dataclass
 class MetricsConfig:
-    # Which metrics to compute: sari bleu ter chrf meteor fkgl quality, or any name a plugin registered with
+    # Which metrics to compute: sari bleu ter chrf meteor fkgl quality novelty, or any name a plugin registered with
     # multimsd.metrics.register_metric (plugins=[my_metric]). Training's validation uses these defaults too.
     include: list[str] = field(
         default_factory=lambda: ["sari", "bleu", "ter", "chrf", "meteor", "fkgl", "quality"]
@@ -321,7 +321,7 @@ class BootstrapConfig:
     samples: int = 1000
     confidence: float = 0.95  # strictly between 0 and 1
     seed: int = 0  # one index matrix per language, shared by every system and metric (paired tests)
-    # Metrics with intervals (those of metrics.include among sari, bleu, fkgl).
+    # Metrics with intervals, among sari sari_add sari_keep sari_delete bleu fkgl novelty (computed ones only).
     metrics: list[str] = field(default_factory=lambda: ["sari", "bleu", "fkgl"])
     # Pairs "a:b" to compare (difference a - b, per language); empty = every pair of systems.
     compare: list[str] = field(default_factory=list)

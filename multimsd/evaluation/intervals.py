@@ -81,7 +81,9 @@ def bootstrap_metrics(cfg: EvaluateConfig) -> list[str]:
     """Metrics that get intervals: ``bootstrap.metrics`` computed by ``metrics.include`` (none if off)."""
     if cfg.bootstrap.samples == 0:
         return []
-    return [m for m in cfg.bootstrap.metrics if m in cfg.metrics.include]
+    include = set(cfg.metrics.include)
+    # SARI's parts come with SARI (one metric, four numbers)
+    return [m for m in cfg.bootstrap.metrics if m in include or (m.startswith("sari_") and "sari" in include)]
 
 
 def bootstrap_settings(cfg: EvaluateConfig) -> dict[str, Any]:
@@ -106,6 +108,14 @@ def _statistics(metric: str, lang: str, tok: str, sources, outputs, streams, cfg
     lc = cfg.metrics.lowercase
     if metric == "sari":
         return bs.sari_statistics(sources, outputs, streams, lowercase=lc, tokenizer=tok), bs.sari_from_totals
+    if metric.startswith("sari_"):  # a part of SARI: the same statistics, one part of the score
+        part = metric.removeprefix("sari_")
+        stats = bs.sari_statistics(sources, outputs, streams, lowercase=lc, tokenizer=tok)
+        return stats, partial(bs.sari_part_from_totals, part=part)
+    if metric == "novelty":
+        from multimsd.metrics.novelty import novelty_from_totals, novelty_statistics
+
+        return novelty_statistics(sources, outputs, lowercase=lc, tokenizer=tok), novelty_from_totals
     if metric == "bleu":
         smooth = cfg.metrics.bleu_smooth
         stats = bs.bleu_statistics(outputs, streams, lowercase=lc, tokenizer=tok, smooth_method=smooth)

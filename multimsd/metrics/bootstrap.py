@@ -45,6 +45,8 @@ __all__ = [
     "resample_indices",
     "resampled_scores",
     "sari_from_totals",
+    "sari_part_from_totals",
+    "sari_parts_from_totals",
     "sari_statistics",
 ]
 
@@ -236,13 +238,25 @@ def _f1_mean(sys: np.ndarray, ref: np.ndarray, ok: np.ndarray, use_f1: bool) -> 
     return total / f.shape[-1]
 
 
-def sari_from_totals(totals: np.ndarray) -> np.ndarray:
-    """Corpus SARI (EASSE default: macro F1, F1 for deletion) of summed :func:`sari_statistics` ``[..., 36]``."""
+def sari_parts_from_totals(totals: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """SARI's add, keep and delete scores (EASSE default: macro F1, F1 for deletion) of summed
+    :func:`sari_statistics` ``[..., 36]``."""
     t = np.asarray(totals, dtype=np.float64).reshape(*np.shape(totals)[:-1], MAX_NGRAM_ORDER, 9)
     add = 100.0 * _f1_mean(t[..., 0], t[..., 1], t[..., 2], True)
     keep = 100.0 * _f1_mean(t[..., 3], t[..., 4], t[..., 5], True)
     dele = 100.0 * _f1_mean(t[..., 6], t[..., 7], t[..., 8], True)
+    return add, keep, dele
+
+
+def sari_from_totals(totals: np.ndarray) -> np.ndarray:
+    """Corpus SARI of summed :func:`sari_statistics` ``[..., 36]``: the mean of its three parts."""
+    add, keep, dele = sari_parts_from_totals(totals)
     return (add + keep + dele) / 3
+
+
+def sari_part_from_totals(totals: np.ndarray, part: str) -> np.ndarray:
+    """One part of SARI (``add``, ``keep`` or ``delete``) of summed :func:`sari_statistics`."""
+    return sari_parts_from_totals(totals)[("add", "keep", "delete").index(part)]
 
 
 # ---------------------------------------------------------------------------------------------- BLEU
@@ -334,5 +348,13 @@ def fkgl_from_totals(totals: np.ndarray) -> np.ndarray:
     return np.where(ok, np.maximum(0.0, g), 0.0)
 
 
-BOOTSTRAP_METRICS: tuple[str, ...] = ("sari", "bleu", "fkgl")
+BOOTSTRAP_METRICS: tuple[str, ...] = (
+    "sari",
+    "sari_add",
+    "sari_keep",
+    "sari_delete",
+    "bleu",
+    "fkgl",
+    "novelty",
+)
 """Metrics with per-sentence statistics, hence bootstrap intervals (``bootstrap.metrics`` may name these)."""

@@ -188,6 +188,24 @@ def _fkgl_describe(sources, references, *, lang, tokenizer, settings) -> dict[st
     }
 
 
+def _novelty(sources, outputs, references, *, lang, tokenizer, settings) -> float:
+    from multimsd.metrics.novelty import corpus_novelty
+
+    return corpus_novelty(sources, outputs, lowercase=settings.lowercase, tokenizer=tokenizer)
+
+
+def _novelty_describe(sources, references, *, lang, tokenizer, settings) -> dict[str, Any]:
+    from multimsd.metrics.novelty import corpus_novelty
+
+    # the references' share, over every reference of every sentence (the source's own share is 0)
+    srcs = [s for _ in references for s in sources]
+    refs = [r for stream in references for r in stream]
+    return {
+        "novelty_source": 0.0,
+        "novelty_reference": corpus_novelty(srcs, refs, lowercase=settings.lowercase, tokenizer=tokenizer),
+    }
+
+
 def _quality(sources, outputs, references, *, lang, tokenizer, settings) -> dict[str, Any]:
     from multimsd.metrics.features import quality_features
 
@@ -271,4 +289,13 @@ register_metric(
     ),
     group="features",
     description="EASSE quality features (compression, Levenshtein similarity, copies, additions, deletions)",
+)
+register_metric(
+    "novelty",
+    _novelty,
+    pooling="corpus",
+    columns=(Column("novel %", "novelty", 1, reference="novelty_{side}"),),
+    describe=_novelty_describe,
+    group="features",
+    description="share of output tokens (percent) whose word is not in the source sentence",
 )

@@ -31,6 +31,11 @@ Run keys (conf/pipeline/run.yaml):
   sweep.parameter=loss.theta sweep.values=[1,4]    one trained system per value
   compare=[a:b,...]            paired bootstrap comparisons (default: every pair)
   gold=false                   skip the gold-alignment scores (Table 3)
+  pairs.path=FILE              an aligned sentence-pair corpus (TSV / JSONL / saved dataset) instead of
+                               aligning articles: split by document id (pairs.seed), bad rows an error or,
+                               with pairs.bad_rows=skip, counted; pairs.lang=es when it has no lang column;
+                               pairs.columns={article_id: FILE_ID, complex: SOURCE, simple: TARGET} maps
+                               columns; pairs.max_pairs={train: 160} caps a split (reduced-scale runs)
 Stage keys, routed to that stage's own config (see python align.py/train.py/evaluate.py --help):
   align.KEY=VALUE   train.KEY=VALUE   evaluate.KEY=VALUE
 
@@ -38,6 +43,7 @@ Examples:
   multimsd run
   multimsd run dir=outputs/theta sweep.parameter=loss.theta sweep.values=[1,4]
   multimsd run experiment=llama31_multi_weighted align.data.path=pairs.jsonl
+  multimsd run experiment=weighted_loss pairs.path=corpus.tsv pairs.lang=es train.data.languages=[es]
   multimsd run train.model=tiny_llama train.debug=train_tiny align.debug=tiny
 Errors in the input print one line and exit with status 2.
 """

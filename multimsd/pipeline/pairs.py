@@ -65,6 +65,31 @@ def check_pairs_config(cfg) -> None:
             raise MultimsdError(f"pairs.max_pairs.{split}={n}: must be >= 1 (or null for all)")
 
 
+def check_pairs_input(cfg) -> None:
+    """Before any work: the corpus exists and, for a TSV / JSONL file, its first row has the columns needed."""
+    from multimsd.io import looks_like_hub_id
+
+    p = Path(str(cfg.path)).expanduser()
+    if not p.exists():
+        if looks_like_hub_id(str(cfg.path)):
+            return  # a Hub dataset: checked when read
+        raise MultimsdError(f"pairs.path not found: {p}")
+    if not p.is_file():
+        return
+    with open(p, encoding="utf-8-sig", errors="replace") as f:
+        first = f.readline().rstrip("\r\n")
+    if p.suffix == ".tsv":
+        check_columns(first.split("\t"), cfg, str(p))
+        return
+    try:
+        record = json.loads(first)
+    except json.JSONDecodeError:
+        record = None
+    if not isinstance(record, dict):
+        raise MultimsdError(f"{p}:1: not a JSON object (pairs.path takes .tsv, .jsonl or a saved dataset)")
+    check_columns(list(record), cfg, str(p))
+
+
 def input_fingerprint(path: str) -> str:
     """sha256 of the corpus file(s), so an edited corpus re-runs the run; a Hub id stands for itself."""
     p = Path(path).expanduser()
@@ -84,17 +109,7 @@ def normalise_rows(records: list[dict], cfg, where: str, skipped: list[str]) -> 
     """Rows with our field names; a row missing a field is an error, or skipped (``bad_rows=skip``)."""
     names = {f: cfg.columns.get(f, f) for f in FIELDS}
     if records:
-        first = records[0]
-        needed = [names[f] for f in ("complex", "simple") if names[f] not in first]
-        if "lang" not in cfg.columns and cfg.lang is None and "lang" not in first:
-            needed.append("lang (or pairs.lang=<code>)")
-        if names["article_id"] not in first and "split" not in first:
-            needed.append(f"{names['article_id']} (the document id; or a split column)")
-        if needed:
-            have = ", ".join(map(str, first))
-            raise MultimsdError(
-                f"{where}: no column {needed[0]} (columns: {have}); map them with pairs.columns"
-            )
+        check_columns(list(records[0]), cfg, where)
     rows = []
     for k, r in enumerate(records, 1):
         row = {f: r.get(names[f]) for f in FIELDS}
@@ -119,6 +134,19 @@ def normalise_rows(records: list[dict], cfg, where: str, skipped: list[str]) -> 
     if not rows:
         raise MultimsdError(f"{where}: no usable pairs")
     return rows
+
+
+def check_columns(columns: list[str], cfg, where: str) -> None:
+    """The corpus's columns hold what a pair needs (after ``pairs.columns`` mapping), or one line says which not."""
+    names = {f: cfg.columns.get(f, f) for f in FIELDS}
+    needed = [names[f] for f in ("complex", "simple") if names[f] not in columns]
+    if cfg.lang is None and names["lang"] not in columns:
+        needed.append(f"{names['lang']} (or pairs.lang=<code>)")
+    if names["article_id"] not in columns and "split" not in columns:
+        needed.append(f"{names['article_id']} (the document id; or a split column)")
+    if needed:
+        have = ", ".join(map(str, columns))
+        raise MultimsdError(f"{where}: no column {needed[0]} (columns: {have}); map them with pairs.columns")
 
 
 def split_rows(rows: list[dict], cfg) -> tuple[list[dict], dict[str, int]]:

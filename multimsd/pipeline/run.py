@@ -134,9 +134,10 @@ def plan(cfg: RunConfig | DictConfig, run_dir: Path) -> list[Stage]:
 
     stages: list[Stage] = []
     if cfg.pairs.path:  # an aligned corpus: read, split by document and written where align.py would write
-        from multimsd.pipeline.pairs import check_pairs_config, input_fingerprint
+        from multimsd.pipeline.pairs import check_pairs_config, check_pairs_input, input_fingerprint
 
         check_pairs_config(cfg.pairs)
+        check_pairs_input(cfg.pairs)
         if cfg.align:
             logger.warning(
                 "pairs.path replaces alignment: the align overrides %s are not used", list(cfg.align)
@@ -328,7 +329,18 @@ def write_run_files(
     write_json_atomic(run_dir / RUN_MARKER, run_info)
 
     evaluation = read_json(run_dir / "evaluation" / "results.json") or {}
-    keep = ("n_sentences", "sari", "bleu", "fkgl", "ci")
+    keep = (
+        "n_sentences",
+        "sari",
+        "sari_add",
+        "sari_keep",
+        "sari_delete",
+        "bleu",
+        "fkgl",
+        "novelty",
+        "term_types",
+        "ci",
+    )
     results = {
         "run": run_info["name"],
         "languages": evaluation.get("languages"),

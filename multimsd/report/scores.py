@@ -6,8 +6,21 @@ from __future__ import annotations
 from multimsd.report.blocks import Cell, Paragraph, Section, Table, bold_best, interval, num
 from multimsd.report.load import Run, read_predictions
 
-# (metric, title, lower is better)
-SCORES = [("sari", "SARI", False), ("bleu", "BLEU", False), ("fkgl", "FKGL", True)]
+# (metric, title, lower is better; None: neither, no bold). Tables of metrics the run did not compute are left out.
+SCORES = [
+    ("sari", "SARI", False),
+    ("sari_add", "SARI add", False),
+    ("sari_keep", "SARI keep", False),
+    ("sari_delete", "SARI delete", False),
+    ("bleu", "BLEU", False),
+    ("fkgl", "FKGL", True),
+    ("novelty", "Novel tokens: % of output words not in the input", None),
+]
+# Rows shown for scale under a metric's systems: (per-language key, name)
+SCALE_ROWS = {
+    "fkgl": (("fkgl_source", "source (input)"), ("fkgl_reference", "reference")),
+    "novelty": (("novelty_reference", "reference"),),
+}
 EXAMPLES_PER_LANGUAGE = 3
 
 
@@ -38,6 +51,8 @@ def score_section(run: Run) -> Section:
         text += " No confidence intervals in the evaluation results (bootstrap was not run)."
     sec.blocks.append(Paragraph(text))
     for metric, title, low in SCORES:
+        if not any((r or {}).get(metric) is not None for res in ev["systems"].values() for r in res.values()):
+            continue
         cols = [*langs, *(["avg"] if len(langs) > 1 else [])]
         rows, values = [], []
         for s in systems:
@@ -51,15 +66,19 @@ def score_section(run: Run) -> Section:
                 cells.append(Cell(num(v), num=True, ci=ci))
             rows.append(cells)
             values.append(vals)
-        bold_best(rows, values, [low] * len(cols))
-        if metric == "fkgl":
-            # the readability of the inputs and of the references, for scale; they do not compete
-            for key, name in (("fkgl_source", "source (input)"), ("fkgl_reference", "reference")):
-                vals = [per_lang.get(g, {}).get(key) for g in langs]
-                if len(langs) > 1:
-                    vals.append(mean_or_none(vals))
-                rows.append([Cell(name), *(Cell(num(v), num=True) for v in vals)])
-        caption = f"{title} ({'lower' if low else 'higher'} is better; best per column in bold)"
+        if low is not None:
+            bold_best(rows, values, [low] * len(cols))
+        # e.g. the readability of the inputs and of the references, for scale; they do not compete
+        for key, name in SCALE_ROWS.get(metric, ()):
+            vals = [per_lang.get(g, {}).get(key) for g in langs]
+            if len(langs) > 1:
+                vals.append(mean_or_none(vals))
+            rows.append([Cell(name), *(Cell(num(v), num=True) for v in vals)])
+        caption = (
+            title
+            if low is None
+            else f"{title} ({'lower' if low else 'higher'} is better; best per column in bold)"
+        )
         sec.blocks.append(Table(["system", *cols], rows, caption=caption, inline=len(cols) <= 4))
     sec.blocks.extend(comparison_blocks(run))
     return sec

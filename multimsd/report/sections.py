@@ -69,6 +69,8 @@ def corpus_section(run: Run) -> Section | None:
     sec = Section("Corpus (Table 4)", "corpus")
     aligner = st.get("aligner") or {}
     bits = [f"{st.get('total_sentence_pairs', '?')} aligned sentence pairs"]
+    if st.get("source") == "pairs":  # a pre-aligned corpus (pairs.path): split by document, not aligned here
+        bits[0] += f" read from {st.get('path', '?')} (pre-aligned; split by document id)"
     if st.get("embedder"):
         bits.append(f"embedder {st['embedder']}")
     if aligner:
