@@ -1,14 +1,16 @@
-"""Atomic output directories: write everything aside, then swap it into place."""
+"""Atomic outputs: directories and JSON files written aside, then swapped into place."""
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from multimsd.errors import MultimsdError
 
@@ -70,3 +72,21 @@ def check_writable_dir(path: Path | str, what: str) -> None:
         raise MultimsdError(f"{what} {path} cannot be written{where}: {reason}") from None
     os.close(fd)
     os.unlink(name)
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write JSON to a temporary sibling, fsync it, then rename: a reader sees the old file or the whole new one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=1, ensure_ascii=False, default=str)
+            f.flush()
+            os.fsync(f.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would hide results from the rest of a group
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -218,27 +218,68 @@ def test_align_sweep_shares_one_cache(cluster, tmp_path):
     assert sorted(states.values()) == ["COMPLETED"] * 3, states
 
 
-def test_failed_job_is_reported_and_the_others_kept(cluster, tmp_path):
+def _summary_rows(sweep: Path) -> dict[int, list[str]]:
+    """summary.md's rows by job number: [job, overrides, SARI, BLEU, mean, mark, SLURM job, state, reason]."""
+    rows = {}
+    for line in (sweep / "summary.md").read_text().splitlines()[2:]:
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        rows[int(cells[0])] = cells
+    return rows
+
+
+def _pairs_jsonl(path: Path) -> Path:
+    rows = [
+        {"complex": f"The patient {k} was given analgesics.", "simple": f"Patient {k} got painkillers.",
+         "lang": "en", "article_id": f"a{k % 6}"}
+        for k in range(18)
+    ]  # fmt: skip
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_failed_job_is_reported_the_others_kept_and_a_rerun_submits_only_it(cluster, tmp_path):
     missing = tmp_path / "missing.jsonl"
     earlier = frozenset(_sacct(cluster, "train", 0))  # other tests' jobs
-    proc = _sweep(
-        cluster,
+    sweep = tmp_path / "sweep"
+    args = [
         "train.py",
         "model=tiny_llama",
         "debug=train_tiny",
         f"data.path={missing},null",  # job 0 raises (no such data), job 1 trains on the bundled sample
         f"output_dir={tmp_path}/j${{hydra:job.num}}",
-        f"hydra.sweep.dir={tmp_path}/sweep",
-    )
+        f"hydra.sweep.dir={sweep}",
+    ]
+    proc = _sweep(cluster, *args)
     assert proc.returncode != 0
     states = _sacct(cluster, "train", 2, exclude=earlier)
     assert sorted(states.values()) == ["COMPLETED", "FAILED"], states
     [failed] = [j for j, s in states.items() if s == "FAILED"]
+    [finished] = [j for j, s in states.items() if s == "COMPLETED"]
     # The sweep names the job, its SLURM state and the job's own error message.
     assert f"Job {failed} " in proc.stderr and "state: FAILED" in proc.stderr, proc.stderr[-3000:]
     assert f"training data not found: {missing}" in proc.stderr
-    # The launcher stops at the first failure; the other job runs on and its results are kept.
-    assert (tmp_path / "j1" / "all_results.json").exists()
+    # Every job is waited for: the other one's results are kept, and the summary lists both, the failed one
+    # as failed with its job id, state and reason (not missing).
+    results = tmp_path / "j1" / "all_results.json"
+    assert results.exists()
+    rows = _summary_rows(sweep)
+    assert rows[0][5] == "failed" and rows[0][6] == failed and rows[0][7] == "FAILED"
+    assert f"training data not found: {missing}" in rows[0][8]
+    assert rows[1][6] == finished and rows[1][7] == "COMPLETED" and rows[1][4] != "-"
+
+    # The data appears; the same sweep again: only job 0 is submitted (job 1's results stay untouched).
+    _pairs_jsonl(missing)
+    mtime = results.stat().st_mtime_ns
+    proc = _sweep(cluster, *args)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    new = _sacct(cluster, "train", 1, exclude=earlier | set(states))
+    assert list(new.values()) == ["COMPLETED"], new
+    assert results.stat().st_mtime_ns == mtime
+    assert (tmp_path / "j0" / "all_results.json").exists()
+    rows = _summary_rows(sweep)
+    assert rows[0][6] == next(iter(new)) and rows[0][7] == "COMPLETED" and rows[0][8] == ""
+    assert rows[1][6] == finished and rows[1][7] == "COMPLETED (earlier run)"
+    assert "**best**" in (rows[0][5], rows[1][5])
 
 
 def test_cancelled_job_is_reported_without_hanging(cluster, tmp_path):
@@ -280,6 +321,8 @@ def test_cancelled_job_is_reported_without_hanging(cluster, tmp_path):
     assert proc.returncode != 0
     err = err.decode(errors="replace")
     assert f"Job {job} " in err and "CANCELLED" in err, err[-3000:]
+    [row] = _summary_rows(tmp_path / "sweep").values()
+    assert row[5] == "failed" and row[6] == job and row[7].startswith("CANCELLED"), row
 
 
 def test_job_over_its_time_limit_is_reported(cluster, tmp_path):
@@ -307,5 +350,9 @@ def test_job_over_its_time_limit_is_reported(cluster, tmp_path):
     # Reported with the reason within a bounded time (the 1-minute limit at most, plus submitit's polling), not
     # a wait for ever. submitit's message does not name the job id here (the failed / cancelled cases do).
     assert "timed-out too many times" in proc.stderr, proc.stderr[-3000:]
+    # The launcher's own line and the summary name the job id next to that reason.
+    [row] = _summary_rows(tmp_path / "sweep").values()
+    assert row[5] == "failed" and row[6] == job and "timed-out" in row[8], row
+    assert f"job #0 (SLURM job {job}, " in proc.stdout + proc.stderr
     assert not (tmp_path / "run" / "all_results.json").exists()
     assert took < 240, took

@@ -16,10 +16,10 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from multimsd.fsutil import write_json_atomic  # noqa: F401  (re-exported: the pipeline writes its records with it)
 
 logger = logging.getLogger(__name__)
 
@@ -50,24 +50,6 @@ def manifest(root: Path, skip: tuple[str, ...] = ()) -> dict[str, list]:
         if p.is_file() and not p.is_symlink() and rel.parts[0] not in skip:
             out[rel.as_posix()] = [p.stat().st_size, sha256_file(p)]
     return out
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON to a temporary sibling, fsync it, then rename: a reader sees the old file or the whole new one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=1, ensure_ascii=False, default=str)
-            f.flush()
-            os.fsync(f.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would hide results from the rest of a group
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def read_json(path: Path) -> Any | None:

@@ -34,27 +34,61 @@ class SweepSummary(Callback):
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         sweep_dir = Path(config.hydra.sweep.dir)
-        jobs_file = sweep_dir / "jobs.jsonl"
-        if not jobs_file.exists():
+        jobs = read_jobs(sweep_dir)
+        if not jobs:
             return
-        jobs = [json.loads(x) for x in jobs_file.read_text(encoding="utf-8").splitlines() if x.strip()]
-        table = summary_table(jobs)
+        records_file = sweep_dir / "launcher_jobs.json"  # SLURM job ids and states (ResilientSlurmLauncher)
+        records = json.loads(records_file.read_text(encoding="utf-8")) if records_file.exists() else None
+        table = summary_table(jobs, records)
         (sweep_dir / "summary.md").write_text(table + "\n", encoding="utf-8")
         print(table)
         print(f"\nsweep summary written to {sweep_dir / 'summary.md'}")
 
 
-def summary_table(jobs: list[dict]) -> str:
-    """Markdown: one row per job; the best mean(SARI, BLEU) on validation is marked (paper's selection)."""
+def read_jobs(sweep_dir: Path) -> list[dict]:
+    """The jobs' lines of ``jobs.jsonl``, the last one per job number (a re-run appends a newer line)."""
+    jobs_file = Path(sweep_dir) / "jobs.jsonl"
+    if not jobs_file.exists():
+        return []
+    latest: dict = {}
+    for line in jobs_file.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            j = json.loads(line)
+            latest[j["job"]] = j
+    return list(latest.values())
+
+
+def summary_table(jobs: list[dict], records: dict | None = None) -> str:
+    """Markdown: one row per job; the best mean(SARI, BLEU) on validation is marked (paper's selection).
+
+    ``records`` (the launcher's ``launcher_jobs.json``: job number -> SLURM job id, state, reason) adds the
+    jobs that never reported (cancelled, timed out, killed) and the job id and state of every job, so a
+    failed job is listed as failed, not missing.
+    """
     # jobs.jsonl is in the order jobs finished, which differs between runs when jobs run at once (submitit,
     # SLURM): rows in job order, and a tie goes to the lowest job number, so the table is reproducible.
-    jobs = sorted(jobs, key=lambda j: (j["job"] is None, j["job"] if j["job"] is not None else 0))
-    scored = [j for j in jobs if "mean_sari_bleu" in j["validation"]]
+    by_num = {j["job"]: dict(j) for j in jobs}
+    for rec in (records or {}).values():
+        j = by_num.setdefault(
+            rec["job"], {"job": rec["job"], "overrides": rec["overrides"], "validation": {}}
+        )
+        j["status"] = "COMPLETED" if rec.get("state") == "COMPLETED" and not rec.get("reason") else "FAILED"
+        j.update({k: rec.get(k) for k in ("slurm_job_id", "state", "reason", "kept")})
+    jobs = sorted(by_num.values(), key=lambda j: (j["job"] is None, j["job"] if j["job"] is not None else 0))
+    scored = [j for j in jobs if "mean_sari_bleu" in j["validation"] and j.get("status") == "COMPLETED"]
     best = max(scored, key=lambda j: j["validation"]["mean_sari_bleu"]) if scored else None
-    lines = ["| job | overrides | val SARI | val BLEU | mean | |", "|---|---|---:|---:|---:|---|"]
+    slurm = records is not None
+    head = "| job | overrides | val SARI | val BLEU | mean | |"
+    lines = [head + (" SLURM job | state | reason |" if slurm else ""), "|---|---|---:|---:|---:|---|"]
+    lines[1] += "---|---|---|" if slurm else ""
     for j in jobs:
         v = j["validation"]
         cells = [f"{v[k]:.2f}" if k in v else "-" for k in ("sari", "bleu", "mean_sari_bleu")]
-        mark = "**best**" if j is best else ("failed" if j["status"] != "COMPLETED" else "")
-        lines.append(f"| {j['job']} | {' '.join(j['overrides'])} | {' | '.join(cells)} | {mark} |")
+        mark = "**best**" if j is best else ("failed" if j.get("status") != "COMPLETED" else "")
+        row = f"| {j['job']} | {' '.join(j['overrides'])} | {' | '.join(cells)} | {mark} |"
+        if slurm:
+            state = (j.get("state") or "-") + (" (earlier run)" if j.get("kept") else "")
+            reason = (j.get("reason") or "").replace("|", "/")
+            row += f" {j.get('slurm_job_id') or '-'} | {state} | {reason} |"
+        lines.append(row)
     return "\n".join(lines)
