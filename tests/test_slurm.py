@@ -356,3 +356,27 @@ def test_job_over_its_time_limit_is_reported(cluster, tmp_path):
     assert f"job #0 (SLURM job {job}, " in proc.stdout + proc.stderr
     assert not (tmp_path / "run" / "all_results.json").exists()
     assert took < 240, took
+
+
+def test_one_job_several_processes_under_accelerate_launch(cluster, tmp_path):
+    """scripts/slurm/train_multi_gpu.sbatch: one job, train.py under `accelerate launch`, one process per GPU;
+    here two CPU processes (MULTIMSD_NPROC=2, ACCELERATE_USE_CPU) on the GPU-less test node."""
+    env = {**cluster.env, "MULTIMSD_NPROC": "2", "ACCELERATE_USE_CPU": "true", "PYTHON": sys.executable}
+    sbatch = ["sbatch", "--wait", "--parsable", "--gpus-per-node=0", "--cpus-per-task=2", "--mem=2G"]
+    sbatch += ["--time=5", "--partition=debug", f"--output={tmp_path}/slurm-%j.out"]
+    proc = subprocess.run(
+        [*sbatch, str(ROOT / "scripts" / "slurm" / "train_multi_gpu.sbatch")]
+        + ["model=tiny_llama", "debug=train_tiny", f"output_dir={tmp_path}/run"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr + "".join(p.read_text() for p in tmp_path.glob("slurm-*.out"))
+    job = proc.stdout.strip().split(";")[0]
+    log = (tmp_path / f"slurm-{job}.out").read_text()
+    assert f"multimsd: job {job} " in log and "2 process(es)" in log
+    results = json.loads((tmp_path / "run" / "all_results.json").read_text())
+    assert results["num_processes"] == 2 and results["train_tokens"] > 0
+    assert _sacct(cluster, "multimsd-train", 1) == {job: "COMPLETED"}

@@ -51,7 +51,7 @@ from multimsd.training.data import (
 )
 from multimsd.training.forward import MicroBatchLoss, input_tokens
 from multimsd.training.kinds import ModelKind, get_kind
-from multimsd.training.modeling import load_model_and_tokenizer
+from multimsd.training.modeling import load_model_and_tokenizer, model_path
 from multimsd.training.predict import generate, score_predictions
 
 log = logging.getLogger(__name__)
@@ -159,6 +159,9 @@ def run(cfg: TrainConfig | DictConfig | dict) -> dict:
     val_rows = cap_per_language(rows["validation"], cfg.data.max_eval_examples)
     test_rows = cap_per_language(rows["test"], cfg.data.max_eval_examples)
 
+    # Build a local model (offline:/tiny:/random:) now, before Accelerator() starts torch.distributed (see
+    # model_path): the ranks of one launch then build it once, under a lock, with every file written.
+    model_path(cfg.model)
     accelerator = Accelerator(
         gradient_accumulation_steps=cfg.optim.grad_accum,
         log_with=list(cfg.report_to) or None,
@@ -352,6 +355,7 @@ def run(cfg: TrainConfig | DictConfig | dict) -> dict:
         accelerator.reduce(torch.tensor(state.train_tokens, device=accelerator.device), reduction="sum")
     )
     results["train_tokens"] = tokens
+    results["num_processes"] = accelerator.num_processes  # data-parallel processes (GPUs) that trained
     results["train_seconds"] = state.train_seconds
     results["train_tokens_per_second"] = tokens / state.train_seconds if state.train_seconds else 0.0
     results["after"] = next((h for h in reversed(state.history) if h.get("best")), {})

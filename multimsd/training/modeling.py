@@ -20,8 +20,16 @@ def load_model_and_tokenizer(
 ):
     """The model and tokenizer of ``ms``; ``train_rows`` / ``paraphrase`` are used by ``kind=lstm`` only."""
     torch_dtype(ms.dtype)  # an unknown dtype is an error before anything is built
+    return get_kind(ms.kind).load(ms, model_path(ms), train_rows, paraphrase)
+
+
+def model_path(ms: ModelSettings) -> str:
+    """The directory (or Hub id) of ``ms.pretrained``; a local name is built on first use, once per cache.
+
+    Call it before torch.distributed is initialised (before creating the Accelerator): transformers'
+    ``save_pretrained`` writes nothing on a rank other than 0 once a process group exists, so a build made
+    by rank 1 would lack its weights. Before that, whichever process takes the build lock builds it whole.
+    """
     if ms.pretrained.startswith(RANDOM_PREFIX):  # a full-size architecture, random weights (benchmarks)
-        path = str(random_model_dir(ms.pretrained))
-    else:
-        path = resolve_model_path(ms.pretrained)
-    return get_kind(ms.kind).load(ms, path, train_rows, paraphrase)
+        return str(random_model_dir(ms.pretrained))
+    return resolve_model_path(ms.pretrained)

@@ -574,13 +574,18 @@ def _tiny(build: Callable[[Path], Path], name: str) -> Callable[..., Path]:
     """A ``(cache_dir) -> directory`` builder for a tiny model: built once (seeded), atomically."""
 
     def builder(cache_dir: str | Path | None = None) -> Path:
-        from multimsd.fsutil import atomic_directory
+        from multimsd.buildcache import cached_build
 
-        target = _models_root(cache_dir) / f"tiny-{name}"
-        if not (target / "config.json").exists():
-            with atomic_directory(target) as tmp:
-                build(tmp)
-        return target
+        def write(tmp: Path) -> dict:
+            build(tmp)
+            return {}
+
+        # Under a lock, with a marker written last: processes that start together (the ranks of one
+        # `accelerate launch`, jobs of a sweep) build it once and never read a directory being swapped in.
+        fingerprint = {"model": f"tiny-{name}", "seed": 0}
+        return cached_build(
+            _models_root(cache_dir), f"tiny-{name}", fingerprint, ("config.json",), write, False
+        )
 
     return builder
 
