@@ -94,10 +94,16 @@ def test_run_writes_every_stage_and_results(reference_run):
     assert results["systems"]["copy"]["en"]["sari"] == evaluation["systems"]["copy"]["en"]["sari"]
     run = json.loads((d / "run.json").read_text())
     assert run["systems"]["finetuned_theta4"]["theta"] == 4.0
-    assert run["sweep"] == {
-        "parameter": "loss.theta",
-        "systems": ["finetuned_theta1", "finetuned_theta4"],
+    sweep = run["sweep"]
+    assert sweep["parameter"] == "loss.theta"
+    assert sweep["systems"] == ["finetuned_theta1", "finetuned_theta4"]
+    # the paper's selection: best validation mean(SARI, BLEU), read from each system's own results
+    val = {
+        s: json.loads((d / "systems" / s / "all_results.json").read_text())["validation"]["mean_sari_bleu"]
+        for s in sweep["systems"]
     }
+    assert {s: v["mean_sari_bleu"] for s, v in sweep["validation"].items()} == val
+    assert sweep["selected"] == max(val, key=val.get) and results["sweep"] == sweep
     assert set(run["timings"]) >= {"align", "evaluate", "train/finetuned_theta1"}
     # θ reached the training: the weighted loss differs between the two settings
     trained = ("finetuned_theta1", "finetuned_theta4")

@@ -35,6 +35,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from multimsd.errors import MultimsdError
+from multimsd.metrics.bootstrap import BOOTSTRAP_METRICS
 from multimsd.pipeline.config import SYSTEM_KINDS, RunConfig
 from multimsd.pipeline.records import StageRecords, fingerprint, read_json, write_json_atomic
 
@@ -329,18 +330,7 @@ def write_run_files(
     write_json_atomic(run_dir / RUN_MARKER, run_info)
 
     evaluation = read_json(run_dir / "evaluation" / "results.json") or {}
-    keep = (
-        "n_sentences",
-        "sari",
-        "sari_add",
-        "sari_keep",
-        "sari_delete",
-        "bleu",
-        "fkgl",
-        "novelty",
-        "term_types",
-        "ci",
-    )
+    keep = ("n_sentences", *BOOTSTRAP_METRICS, "term_types", "ci")  # the per-sentence metrics, their CIs
     results = {
         "run": run_info["name"],
         "languages": evaluation.get("languages"),
