@@ -325,21 +325,25 @@ def test_cancelled_job_is_reported_without_hanging(cluster, tmp_path):
     assert row[5] == "failed" and row[6] == job and row[7].startswith("CANCELLED"), row
 
 
-def test_job_over_its_time_limit_is_reported(cluster, tmp_path):
+# Optimizer steps of the time-limit job: more than it can do before its 1-minute limit (about 45 s of work at a
+# few steps a second with an evaluation and a checkpoint every 4 steps), few enough to finish in a re-run.
+TIMEOUT_JOB_STEPS = 600
+
+
+def test_job_over_its_time_limit_is_reported_and_a_rerun_resumes_it(cluster, tmp_path):
     earlier = frozenset(_sacct(cluster, "train", 0))
-    t0 = time.monotonic()
-    proc = _sweep(
-        cluster,
+    args = [
         "train.py",
         "model=tiny_llama",
         "debug=train_tiny",
-        "optim.max_steps=100000",  # far longer than the limit
+        f"optim.max_steps={TIMEOUT_JOB_STEPS}",
         "optim.epochs=100000",
         "eval.patience=100000",  # no early stop
-        "hydra.launcher.timeout_min=1",
         f"output_dir={tmp_path}/run",
         f"hydra.sweep.dir={tmp_path}/sweep",
-    )
+    ]
+    t0 = time.monotonic()
+    proc = _sweep(cluster, *args, "hydra.launcher.timeout_min=1")
     took = time.monotonic() - t0
     assert proc.returncode != 0
     states = _sacct(cluster, "train", 1, exclude=earlier)
@@ -348,14 +352,25 @@ def test_job_over_its_time_limit_is_reported(cluster, tmp_path):
     # (max_num_timeout=0), so SLURM records COMPLETED, or TIMEOUT if SLURM's kill came first.
     assert state in ("COMPLETED", "TIMEOUT"), states
     # Reported with the reason within a bounded time (the 1-minute limit at most, plus submitit's polling), not
-    # a wait for ever. submitit's message does not name the job id here (the failed / cancelled cases do).
+    # a wait for ever; submitit's message does not name the job id, the launcher's line and the summary do.
     assert "timed-out too many times" in proc.stderr, proc.stderr[-3000:]
-    # The launcher's own line and the summary name the job id next to that reason.
     [row] = _summary_rows(tmp_path / "sweep").values()
     assert row[5] == "failed" and row[6] == job and "timed-out" in row[8], row
     assert f"job #0 (SLURM job {job}, " in proc.stdout + proc.stderr
     assert not (tmp_path / "run" / "all_results.json").exists()
     assert took < 240, took
+    done_before = max(int(p.name.split("_")[-1]) for p in (tmp_path / "run" / "checkpoints").glob("step_*"))
+    assert 0 < done_before < TIMEOUT_JOB_STEPS
+
+    # The same sweep with a longer limit (a launcher setting, not part of the point): the job runs again and
+    # resumes from its own last checkpoint instead of starting over.
+    proc = _sweep(cluster, *args, "hydra.launcher.timeout_min=6")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = json.loads((tmp_path / "run" / "all_results.json").read_text())
+    assert results["resumed_from"] and int(results["resumed_from"].rsplit("_", 1)[1]) == done_before
+    assert max(h.get("step", 0) for h in results["history"]) == TIMEOUT_JOB_STEPS
+    [row] = _summary_rows(tmp_path / "sweep").values()
+    assert row[7] == "COMPLETED" and row[6] != job
 
 
 def test_one_job_several_processes_under_accelerate_launch(cluster, tmp_path):
