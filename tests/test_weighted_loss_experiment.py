@@ -261,6 +261,22 @@ def test_bad_corpus_fails_in_one_line_and_writes_nothing(tmp_path):
     assert not run_dir.exists()
 
 
+@pytest.mark.parametrize(
+    "name, text, message",
+    [("h.tsv", HEADER + "\n", "no rows after the header"), ("e.jsonl", "", "empty file")],
+)
+def test_empty_corpus_fails_before_any_work(tmp_path, name, text, message):
+    corpus = tmp_path / name
+    corpus.write_text(text)
+    run_dir = tmp_path / "run"
+    args = [
+        a if not a.startswith("pairs.path=") else f"pairs.path={corpus}" for a in corpus_args(corpus, run_dir)
+    ]
+    proc = run_cli(*args, timeout=300)
+    assert proc.returncode == 2 and f"{corpus}: {message}" in proc.stderr.strip().splitlines()[-1]
+    assert not run_dir.exists()
+
+
 def test_preset_composes_every_stage(tmp_path):
     tsv = write_corpus(tmp_path / "c.tsv")
     keep = ("experiment", "dir", "pairs.", "train.data")

@@ -77,7 +77,12 @@ def check_pairs_input(cfg) -> None:
     if not p.is_file():
         return
     with open(p, encoding="utf-8-sig", errors="replace") as f:
-        first = f.readline().rstrip("\r\n")
+        head = [line.rstrip("\r\n") for line in (f.readline(), f.readline())]
+    first = head[0]
+    if not first.strip():
+        raise MultimsdError(f"{p}: empty file (pairs.path needs sentence pairs)")
+    if p.suffix == ".tsv" and not head[1].strip():
+        raise MultimsdError(f"{p}: no rows after the header")
     if p.suffix == ".tsv":
         check_columns(first.split("\t"), cfg, str(p))
         return
