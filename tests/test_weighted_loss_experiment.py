@@ -269,10 +269,7 @@ def test_empty_corpus_fails_before_any_work(tmp_path, name, text, message):
     corpus = tmp_path / name
     corpus.write_text(text)
     run_dir = tmp_path / "run"
-    args = [
-        a if not a.startswith("pairs.path=") else f"pairs.path={corpus}" for a in corpus_args(corpus, run_dir)
-    ]
-    proc = run_cli(*args, timeout=300)
+    proc = run_cli(*corpus_args(corpus, run_dir), timeout=300)
     assert proc.returncode == 2 and f"{corpus}: {message}" in proc.stderr.strip().splitlines()[-1]
     assert not run_dir.exists()
 
