@@ -139,3 +139,49 @@ def test_gold_mode_tunes_floor_and_penalty_on_the_validation_gold(monkeypatch, g
     assert nm.tune_on_gold([doc], cfg) == expected
     [m] = get_aligner("nm").candidates([(doc.complex, doc.simple)], ["en"], cfg, gold_train=[doc])[0:1][0]
     assert ((m.i,), tuple(range(m.j, m.j + m.n_s))) == gold_item  # candidates use the tuned setting
+
+
+def _brute_force_best(sims, c_blocks, s_blocks, m, n, penalty, floor):
+    """The best total of every monotone path (skips and block pairs), enumerated exhaustively."""
+    c_row = {span: r for r, span in enumerate(c_blocks)}
+    s_row = {span: r for r, span in enumerate(s_blocks)}
+
+    def best(i, j):
+        if i == m and j == n:
+            return 0.0
+        out = -np.inf
+        if i < m:
+            out = max(out, best(i + 1, j))
+        if j < n:
+            out = max(out, best(i, j + 1))
+        for (a, na), r in c_row.items():
+            for (b, nb), q in s_row.items():
+                if a == i and b == j:
+                    gain = sims[r, q] - floor - penalty * (na + nb - 2)
+                    out = max(out, gain + best(i + na, j + nb))
+        return out
+
+    return best(0, 0)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_dp_is_optimal_against_exhaustive_search(seed):
+    # Random block cosines on tiny article pairs (including a side of one sentence and rounded scores, so ties
+    # happen): the programme's path must be a valid monotone path whose total is the exhaustive optimum.
+    rng = np.random.default_rng(seed)
+    m, n = int(rng.integers(1, 5)), int(rng.integers(1, 6))
+    c_blocks, s_blocks = spans(m, int(rng.integers(1, 4))), spans(n, int(rng.integers(1, 5)))
+    sims = rng.uniform(0.3, 1.0, size=(len(c_blocks), len(s_blocks)))
+    if seed % 2:
+        sims = np.round(sims * 5) / 5
+    floor, penalty = float(rng.choice([0.5, 0.7, 0.9])), float(rng.choice([0.0, 0.05]))
+    c_vecs, s_vecs = sims, np.eye(len(s_blocks))  # c_vecs @ s_vecs.T == sims
+    got = align_blocks(c_blocks, c_vecs, s_blocks, s_vecs, penalty, search="dp", floor=floor)
+    total, last_c, last_s = 0.0, 0, 0
+    for x in got:
+        assert x.i >= last_c and x.j >= last_s  # monotone, no sentence used twice
+        last_c, last_s = x.i + x.n_c, x.j + x.n_s
+        assert (x.i, x.n_c) in c_blocks and (x.j, x.n_s) in s_blocks
+        total += x.cosine - floor - penalty * (x.n_c + x.n_s - 2)
+    want = _brute_force_best(sims, c_blocks, s_blocks, m, n, penalty, floor)
+    assert total == pytest.approx(want, abs=1e-9)

@@ -139,38 +139,60 @@ def _dp_select(
 ) -> list[list[int]]:
     """Monotone alignment (Vecalign / Bertalign style): the block pairs, in order, with skips on both sides,
     that maximise the sum of (cosine - floor - penalty per sentence beyond 1:1). A skip scores 0, so a block
-    pair below ``floor`` is never worth taking."""
-    kc = max(size for _, size in c_row)
-    ks = max(size for _, size in s_row)
+    pair below ``floor`` is never worth taking.
+
+    ``best[i, j]`` is the best total over the first ``i`` complex and ``j`` simple sentences. A block ending at
+    row ``i`` starts in an earlier row, so a whole row is computed at once from the rows above (one numpy
+    operation per block shape) and the skip of a simple sentence, which moves along the row, is a running
+    maximum. Ties resolve as a cell-by-cell programme would that tries, for each cell, blocks with more
+    complex, then more simple sentences first, then a skipped complex sentence, then a skipped simple one.
+    """
+    kc = min(max(size for _, size in c_row), m)
+    ks = min(max(size for _, size in s_row), n)
+    # spans() lists blocks by size, then start: the simple blocks of size nb are rows s_off[nb] ... + n - nb.
+    s_off = {nb: s_row[(0, nb)] for nb in range(1, ks + 1)}
     best = np.full((m + 1, n + 1), -np.inf)
-    best[0, 0] = 0.0
-    back: dict[tuple[int, int], tuple[int, int]] = {}
+    # The move that reached each cell inside its row: (na, nb) of a block, (0, 0) for a skipped complex
+    # sentence; src[i, j] the column whose value the running maximum (skipped simple sentences) carried to j.
+    step_c = np.zeros((m + 1, n + 1), dtype=np.int16)
+    step_s = np.zeros((m + 1, n + 1), dtype=np.int16)
+    src = np.zeros((m + 1, n + 1), dtype=np.int64)
+    cols = np.arange(n + 1)
     for i in range(m + 1):
-        for j in range(n + 1):
-            v = best[i, j]
-            if i < m and v > best[i + 1, j]:
-                best[i + 1, j] = v
-                back[(i + 1, j)] = (1, 0)
-            if j < n and v > best[i, j + 1]:
-                best[i, j + 1] = v
-                back[(i, j + 1)] = (0, 1)
-            for na in range(1, min(kc, m - i) + 1):
-                r = c_row[(i, na)]
-                for nb in range(1, min(ks, n - j) + 1):
-                    g = v + sims[r, s_row[(j, nb)]] - floor - penalty * (na + nb - 2)
-                    # a block is recorded as (-na, -nb) so it is told apart from a skip
-                    if g > best[i + na, j + nb]:
-                        best[i + na, j + nb] = g
-                        back[(i + na, j + nb)] = (-na, -nb)
+        cand = np.full(n + 1, -np.inf)
+        if i == 0:
+            cand[0] = 0.0
+        else:
+            for na in range(min(kc, i), 0, -1):
+                r = c_row[(i - na, na)]
+                prev = best[i - na]
+                for nb in range(ks, 0, -1):
+                    g = prev[: n + 1 - nb] + sims[r, s_off[nb] : s_off[nb] + n + 1 - nb]
+                    g = g - floor - penalty * (na + nb - 2)
+                    better = np.flatnonzero(g > cand[nb:])
+                    cand[better + nb] = g[better]
+                    step_c[i, better + nb] = na
+                    step_s[i, better + nb] = nb
+            skip = np.flatnonzero(best[i - 1] > cand)
+            cand[skip] = best[i - 1][skip]
+            step_c[i, skip] = 0
+            step_s[i, skip] = 0
+        run = np.maximum.accumulate(cand)
+        own = np.r_[True, cand[1:] >= run[:-1]]  # the cell's own move wins a tie with a skipped simple one
+        best[i] = run
+        src[i] = np.maximum.accumulate(np.where(own, cols, 0))
     taken = []
     i, j = m, n
-    while (i, j) != (0, 0):
-        di, dj = back[(i, j)]
-        if di < 0:
-            i, j = i + di, j + dj
-            taken.append([i, -di, j, -dj])
+    while True:
+        j = int(src[i, j])
+        if i == 0:
+            break
+        na, nb = int(step_c[i, j]), int(step_s[i, j])
+        if na == 0:
+            i -= 1
         else:
-            i, j = i - di, j - dj
+            i, j = i - na, j - nb
+            taken.append([i, na, j, nb])
     return taken[::-1]
 
 
