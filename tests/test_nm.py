@@ -129,7 +129,7 @@ def test_gold_mode_tunes_floor_and_penalty_on_the_validation_gold(monkeypatch, g
 
     # The one-complex / two-simple case above: penalty 0 aligns c0 with "s0 s1", penalty 0.2 with s0 alone.
     monkeypatch.setattr(
-        nm, "block_vectors", lambda docs, cfg: [(C_BLOCKS, C_VECS, S_BLOCKS, S_VECS)] * len(docs)
+        nm, "block_vectors", lambda docs, cfg, *stats: [(C_BLOCKS, C_VECS, S_BLOCKS, S_VECS)] * len(docs)
     )
     cfg = AlignConfig()
     cfg.aligner.nm.floor_grid = [0.5]

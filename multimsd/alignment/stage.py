@@ -121,6 +121,8 @@ def run(cfg: AlignConfig | DictConfig | dict) -> dict:
         # Its share of the vectors is with the main process, which matches and writes everything.
         return {}
     matches = aligner_candidates(aligner, inputs, [p.lang for p in pairs], cfg, min_score=a.threshold)
+    if aligner.needs != "embeddings":
+        n_encoded = aligner.n_encoded  # an aligner that embeds for itself (aligner=nm: blocks of sentences)
     rows = []
     for p, (c_sents, s_sents), ms in zip(pairs, docs, matches):
         for m in ms:

@@ -142,15 +142,23 @@ def _dp_select(
     pair below ``floor`` is never worth taking.
 
     ``best[i, j]`` is the best total over the first ``i`` complex and ``j`` simple sentences. A block ending at
-    row ``i`` starts in an earlier row, so a whole row is computed at once from the rows above (one numpy
-    operation per block shape) and the skip of a simple sentence, which moves along the row, is a running
+    row ``i`` starts in an earlier row, so a whole row is computed at once from the rows above (a few numpy
+    operations per complex block size) and the skip of a simple sentence, which moves along the row, is a running
     maximum. Ties resolve as a cell-by-cell programme would that tries, for each cell, blocks with more
     complex, then more simple sentences first, then a skipped complex sentence, then a skipped simple one.
     """
     kc = min(max(size for _, size in c_row), m)
     ks = min(max(size for _, size in s_row), n)
-    # spans() lists blocks by size, then start: the simple blocks of size nb are rows s_off[nb] ... + n - nb.
-    s_off = {nb: s_row[(0, nb)] for nb in range(1, ks + 1)}
+    # gain[r, k, j]: a complex block (row r of sims) with the simple block of nb = ks - k sentences that ends
+    # before simple sentence j (-inf where none fits). spans() lists blocks by size, then start, so the simple
+    # blocks of one size are a slice of sims' columns.
+    c_size = np.zeros(sims.shape[0])
+    for (_, na), r in c_row.items():
+        c_size[r] = na
+    gain = np.full((sims.shape[0], ks, n + 1), -np.inf)
+    for k, nb in enumerate(range(ks, 0, -1)):
+        first = s_row[(0, nb)]
+        gain[:, k, nb:] = sims[:, first : first + n + 1 - nb] - floor - penalty * (c_size[:, None] + nb - 2)
     best = np.full((m + 1, n + 1), -np.inf)
     # The move that reached each cell inside its row: (na, nb) of a block, (0, 0) for a skipped complex
     # sentence; src[i, j] the column whose value the running maximum (skipped simple sentences) carried to j.
@@ -158,27 +166,30 @@ def _dp_select(
     step_s = np.zeros((m + 1, n + 1), dtype=np.int16)
     src = np.zeros((m + 1, n + 1), dtype=np.int64)
     cols = np.arange(n + 1)
+    padded = np.full(ks + n + 1, -np.inf)
+    window = np.arange(ks)[:, None] + cols[None, :]  # padded[window[k, j]] = best[., j - nb]
     for i in range(m + 1):
         cand = np.full(n + 1, -np.inf)
         if i == 0:
             cand[0] = 0.0
         else:
             for na in range(min(kc, i), 0, -1):
-                r = c_row[(i - na, na)]
-                prev = best[i - na]
-                for nb in range(ks, 0, -1):
-                    g = prev[: n + 1 - nb] + sims[r, s_off[nb] : s_off[nb] + n + 1 - nb]
-                    g = g - floor - penalty * (na + nb - 2)
-                    better = np.flatnonzero(g > cand[nb:])
-                    cand[better + nb] = g[better]
-                    step_c[i, better + nb] = na
-                    step_s[i, better + nb] = nb
+                # shifted[k, j] = best[i - na, j - nb]: the total before a block of nb simple sentences.
+                padded[ks:] = best[i - na]
+                g = padded[window] + gain[c_row[(i - na, na)]]
+                k = g.argmax(axis=0)  # the first maximum: the most simple sentences
+                g = g[k, cols]
+                better = np.flatnonzero(g > cand)
+                cand[better] = g[better]
+                step_c[i, better] = na
+                step_s[i, better] = ks - k[better]
             skip = np.flatnonzero(best[i - 1] > cand)
             cand[skip] = best[i - 1][skip]
             step_c[i, skip] = 0
             step_s[i, skip] = 0
         run = np.maximum.accumulate(cand)
-        own = np.r_[True, cand[1:] >= run[:-1]]  # the cell's own move wins a tie with a skipped simple one
+        own = np.ones(n + 1, dtype=bool)
+        own[1:] = cand[1:] >= run[:-1]  # the cell's own move wins a tie with a skipped simple one
         best[i] = run
         src[i] = np.maximum.accumulate(np.where(own, cols, 0))
     taken = []
@@ -254,12 +265,13 @@ def _blocks_having(blocks: list[Span], n: int) -> list[list[int]]:
 
 
 def block_vectors(
-    docs: Sequence[tuple[Sequence[str], Sequence[str]]], cfg: AlignConfig
+    docs: Sequence[tuple[Sequence[str], Sequence[str]]], cfg: AlignConfig, stats: dict | None = None
 ) -> list[tuple[list[Span], np.ndarray, list[Span], np.ndarray]]:
     """Each document's (complex blocks, their vectors, simple blocks, their vectors), one encoder call a side.
 
     Single sentences are encoded with exactly the text and prefix the embedding aligners use, so they come
-    from the same cache entries; concatenations get entries of their own.
+    from the same cache entries; concatenations get entries of their own. ``stats`` (optional) receives
+    ``n_encoded``, the number of texts the model actually ran on.
     """
     from multimsd.alignment.encode import make_embedder
 
@@ -286,6 +298,8 @@ def block_vectors(
                 start += len(bs)
         per_side.append((blocks, mats))
     (cb, cm), (sb, sm) = per_side
+    if stats is not None:
+        stats["n_encoded"] = embedder.n_encoded  # texts the model ran on (the rest came from the cache)
     return list(zip(cb, cm, sb, sm))
 
 
@@ -353,10 +367,10 @@ class NmAligner(Aligner):
         floor, penalty = c.floor, c.penalty
         if gold_train and c.tune_on_gold:
             floor, penalty = tune_on_gold(gold_train, cfg)
-        return [
-            align_blocks(cb, cv, sb, sv, penalty, c.absorb, c.search, floor)
-            for cb, cv, sb, sv in block_vectors(docs, cfg)
-        ]
+        stats: dict = {}
+        vecs = block_vectors(docs, cfg, stats)
+        self.n_encoded = stats.get("n_encoded", 0)
+        return [align_blocks(cb, cv, sb, sv, penalty, c.absorb, c.search, floor) for cb, cv, sb, sv in vecs]
 
     def thresholds(self, gold: GoldConfig) -> list[float]:
         return list(gold.nm_thresholds)

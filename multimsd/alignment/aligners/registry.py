@@ -48,6 +48,9 @@ class Aligner:
     emits_n_to_m: bool = False
     # True: θ keeps ``score > θ`` (the MultiMSD authors' rule for their cosine aligners); False: ``score >= θ``.
     strict_threshold: bool = False
+    # Texts a "sentences" aligner ran through an encoder itself in its last candidates() call (aligner=nm
+    # embeds blocks of sentences); the stage reports it as ``sentences_encoded`` (0 = all from the cache).
+    n_encoded: int = 0
 
     def score_article(self, complex_side: Any, simple_side: Any, lang: str, cfg: AlignConfig) -> list[Match]:
         """Threshold-free candidates of one article pair, sorted by (complex index, simple index)."""
