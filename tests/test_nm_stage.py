@@ -30,7 +30,12 @@ def _cfg(tmp_path, tiny_encoder, theta: float) -> dict:
     return {
         "data": {"path": str(tmp_path / "corpus.jsonl"), "languages": ["en"]},
         "embedder": {"name": "tiny", "model": str(tiny_encoder), "backend": "transformers", "batch_size": 4},
-        "aligner": {"method": "nm", "threshold": theta, "nm": {"max_complex": 2, "max_simple": 4}},
+        # penalty 0: the 1:2 block (cosine 1) then beats either simple sentence alone under either score.
+        "aligner": {
+            "method": "nm",
+            "threshold": theta,
+            "nm": {"max_complex": 2, "max_simple": 4, "penalty": 0.0},
+        },
         "filters": {"drop_identical": False},  # the sides are identical texts by construction
         "cache_dir": str(tmp_path / "cache"),
         "output": {"dir": str(tmp_path / f"out-{theta}")},
@@ -39,12 +44,12 @@ def _cfg(tmp_path, tiny_encoder, theta: float) -> dict:
 
 def test_nm_stage_writes_member_lists_and_reuses_block_embeddings(tmp_path, tiny_encoder):
     _corpus(tmp_path / "corpus.jsonl")
-    stats = run(to_config(_cfg(tmp_path, tiny_encoder, 0.5)))
+    stats = run(to_config(_cfg(tmp_path, tiny_encoder, -2.0)))  # θ at the bottom of the margin range
     # Every block text was encoded once: per article 1 complex block, and the simple blocks s0, s1, "s0 s1" —
     # but "s0 s1" is the complex sentence's text with the same (empty) prefix, so it is encoded only once.
     blocks = sum(len(spans(1, 2)) + len(spans(2, 4)) for _ in SIMPLE)
     assert stats["sentences_encoded"] == blocks - len(SIMPLE)
-    dsd = datasets.load_from_disk(str(tmp_path / "out-0.5"))
+    dsd = datasets.load_from_disk(str(tmp_path / "out--2.0"))
     rows = [r for ds in dsd.values() for r in ds.to_list()]
     assert len(rows) == len(SIMPLE)
     for r in rows:
@@ -52,8 +57,10 @@ def test_nm_stage_writes_member_lists_and_reuses_block_embeddings(tmp_path, tiny
         assert (r["complex_idx"], r["simple_idx"]) == (0, 0)  # the first members, as 1:1 readers expect
         simple = SIMPLE[int(r["article_id"][1])]
         assert r["simple"] == " ".join(simple) == r["complex"]
-        assert r["score"] == pytest.approx(1.0, abs=1e-5)
-    # Another θ: nothing is encoded again, and θ only filters the same candidates.
-    again = run(to_config(_cfg(tmp_path, tiny_encoder, 1.0 - 1e-9)))
+        assert r["cosine"] == pytest.approx(1.0, abs=1e-5)
+        assert r["score"] < r["cosine"]  # θ applies to the margin: the cosine minus the article's background
+    # Another θ: nothing is encoded again, and θ only filters the same candidates by their margin.
+    theta = sorted(r["score"] for r in rows)[1] - 1e-6  # the dataset stores float32 scores
+    again = run(to_config(_cfg(tmp_path, tiny_encoder, theta)))
     assert again["sentences_encoded"] == 0
-    assert again["total_sentence_pairs"] == len(SIMPLE)
+    assert again["total_sentence_pairs"] == sum(r["score"] >= theta for r in rows) == 2

@@ -4,31 +4,35 @@ The paper's argmax aligners emit 1:1 pairs only, but consumer texts often split 
 several (in the DEplain-web gold a third of the alignments are 1:m, n:1 or n:m). In the spirit of Bertalign /
 Vecalign, a *block* is a run of 1..``max_complex`` consecutive complex (or 1..``max_simple`` consecutive simple)
 sentences, embedded as the text of its sentences joined by a space — through the stage's embedder and its
-SQLite cache, so a θ sweep or a second run encodes nothing again. Per article pair, with ``search=dp`` (the
-default), a monotone dynamic programme over the two sentence sequences (Vecalign / Bertalign style): each step
-skips a complex sentence, skips a simple sentence (both score 0: consumer texts drop and add material) or
-aligns a complex block with a simple block for ``cosine - floor - penalty`` per sentence beyond 1:1; the path
-with the highest total is kept, so a block pair below ``floor`` is never worth taking and a split is taken
-when its concatenation beats its single sentences.
+SQLite cache, so a θ sweep or a second run encodes nothing again. A block pair is worth its *score*: by
+default (``score=margin``) its cosine minus the article's background (:func:`block_scores`), which puts
+articles whose sentences all look alike to the encoder (a retold fairy tale) on the scale of those that do
+not (a news item); ``score=cosine`` uses the plain cosine. Per article pair, with ``search=dp`` (the default),
+a monotone dynamic programme over the two sentence sequences (Vecalign / Bertalign style): each step skips a
+complex sentence (free: consumer texts drop material), skips a simple sentence (``-skip_simple``: nearly every
+plain sentence says something of the original) or aligns a complex block with a simple block for
+``score - floor - penalty`` per sentence beyond 1:1; the path with the highest total is kept, so a block pair
+below ``floor`` is never worth taking and a split is taken when its concatenation beats its single sentences.
 
 ``search=greedy`` drops the order constraint (for reordered content):
 
 1. seeds: every sentence's argmax partner in the other article (both directions, as ``aligner=asymmetric``
    but without θ), so a simple sentence that belongs to a split still reaches its complex sentence;
 2. candidates: every block pair whose complex block contains a seed's complex sentence and whose simple block
-   contains its simple sentence, scored by the cosine of the two block embeddings;
-3. selection: candidates compete greedily by cosine minus ``penalty`` per sentence beyond 1:1; a candidate is
+   contains its simple sentence, scored as above;
+3. selection: candidates compete greedily by score minus ``penalty`` per sentence beyond 1:1; a candidate is
    taken when none of its sentences is taken yet (each sentence is used at most once), then (``absorb``)
    each taken block grows by free neighbours whose own nearest sentence lies inside it.
 
 Each taken block pair is one :class:`~multimsd.alignment.match.Match` (first members ``i``, ``j``, sizes
-``n_c``, ``n_s``) whose ``score`` is the plain block cosine; θ (``aligner.threshold``) filters on it
-afterwards, like every aligner. In gold mode (``tune_on_gold``) ``floor`` and ``penalty`` are first chosen on
-the validation half from ``floor_grid`` x ``penalty_grid``, like θ. Options: ``aligner.nm.*`` (:class:`multimsd.config.NmConfig`).
+``n_c``, ``n_s``) whose ``score`` is the block score (``cosine``: the plain block cosine); θ
+(``aligner.threshold``) filters on it afterwards, like every aligner. In gold mode (``tune_on_gold``)
+``floor``, ``penalty`` and ``skip_simple`` are first chosen on the validation half from their grids, like θ. Options: ``aligner.nm.*`` (:class:`multimsd.config.NmConfig`).
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -48,6 +52,7 @@ log = logging.getLogger(__name__)
 Span = tuple[int, int]  # (first sentence, number of sentences)
 BLOCK_EMBEDDINGS = ("concat", "mean")
 SEARCHES = ("dp", "greedy")
+SCORES = ("margin", "cosine")
 
 
 def spans(n: int, k: int) -> list[Span]:
@@ -77,20 +82,27 @@ def align_blocks(
     absorb: bool = True,
     search: str = "dp",
     floor: float = 0.85,
+    *,
+    score: str = "cosine",
+    skip_simple: float = 0.0,
 ) -> list[Match]:
     """Threshold-free n:m matches of one article pair from its block vectors (rows in ``*_blocks`` order).
 
     ``c_blocks`` / ``s_blocks`` must start with the single sentences 0..m-1 / 0..n-1 (as :func:`spans` gives).
+    ``score``: what a block pair is worth (:func:`block_scores`); ``skip_simple``: what leaving a simple
+    sentence unaligned costs the programme (``search=dp``).
     """
     m = sum(1 for _, size in c_blocks if size == 1)
     n = sum(1 for _, size in s_blocks if size == 1)
     if m == 0 or n == 0:
         return []
-    sims = np.asarray(c_vecs, dtype=np.float64) @ np.asarray(s_vecs, dtype=np.float64).T
+    cos = np.asarray(c_vecs, dtype=np.float64) @ np.asarray(s_vecs, dtype=np.float64).T
+    sims = block_scores(cos, m, n, score)
     c_row = {span: r for r, span in enumerate(c_blocks)}
     s_row = {span: r for r, span in enumerate(s_blocks)}
     if search == "dp":
-        return _matches(_dp_select(sims, c_row, s_row, m, n, penalty, floor), sims, c_row, s_row)
+        taken = _dp_select(sims, c_row, s_row, m, n, penalty, floor, skip_simple)
+        return _matches(taken, sims, cos, c_row, s_row)
     # np.argmax takes the first maximum, like the symmetric / asymmetric aligners' tie rule.
     seeds = {(i, int(np.argmax(sims[i, :n]))) for i in range(m)}
     seeds |= {(int(np.argmax(sims[:m, j])), j) for j in range(n)}
@@ -114,17 +126,38 @@ def align_blocks(
         taken.append([a, na, b, nb])
     if absorb:
         _absorb(taken, sims[:m, :n], used_c, used_s, set(c_blocks), set(s_blocks))
-    return _matches(taken, sims, c_row, s_row)
+    return _matches(taken, sims, cos, c_row, s_row)
+
+
+def block_scores(cos: np.ndarray, m: int, n: int, score: str) -> np.ndarray:
+    """What each block pair is worth: its cosine, or (``margin``) its cosine minus the article's background.
+
+    The background of a pair is the mean of (the complex block's mean cosine with every simple sentence of
+    the article) and (the simple block's mean cosine with every complex sentence). Cosines of one encoder
+    sit at different levels in different articles — a fairy tale retold about one donkey has every sentence
+    pair at 0.8-0.9, a news item spreads them — so a fixed floor or θ on the plain cosine is too strict for
+    one article and too lax for the other; the margin puts every article on one scale (as the ratio margin
+    of ``aligner=margin`` does for 1:1 pairs, here as a difference so that the programme can add it up).
+    """
+    if score == "cosine":
+        return cos
+    background_c = cos[:, :n].mean(axis=1)  # each complex block against the article's simple sentences
+    background_s = cos[:m, :].mean(axis=0)  # each simple block against its complex sentences
+    return cos - 0.5 * (background_c[:, None] + background_s[None, :])
 
 
 def _matches(
-    taken: list[list[int]], sims: np.ndarray, c_row: dict[Span, int], s_row: dict[Span, int]
+    taken: list[list[int]],
+    scores: np.ndarray,
+    cos: np.ndarray,
+    c_row: dict[Span, int],
+    s_row: dict[Span, int],
 ) -> list[Match]:
-    """Taken blocks [a, na, b, nb] as Matches whose score is the plain block cosine, in document order."""
+    """Taken blocks [a, na, b, nb] as Matches (score: the block score θ filters on; cosine), in document order."""
     out = []
     for a, na, b, nb in taken:
-        cos = float(sims[c_row[(a, na)], s_row[(b, nb)]])
-        out.append(Match(a, b, cos, cos, na, nb))
+        r, q = c_row[(a, na)], s_row[(b, nb)]
+        out.append(Match(a, b, float(scores[r, q]), float(cos[r, q]), na, nb))
     return sorted(out, key=lambda x: (x.i, x.j))
 
 
@@ -136,10 +169,14 @@ def _dp_select(
     n: int,
     penalty: float,
     floor: float,
+    skip_simple: float = 0.0,
 ) -> list[list[int]]:
     """Monotone alignment (Vecalign / Bertalign style): the block pairs, in order, with skips on both sides,
-    that maximise the sum of (cosine - floor - penalty per sentence beyond 1:1). A skip scores 0, so a block
-    pair below ``floor`` is never worth taking.
+    that maximise the sum of (score - floor - penalty per sentence beyond 1:1) minus ``skip_simple`` per
+    simple sentence left out. A skipped complex sentence costs nothing (plain texts drop material, and
+    DEplain's annotators leave a quarter of the complex sentences unaligned), a skipped simple one may cost
+    (nearly every plain sentence is aligned to something), which draws a boundary sentence into a split
+    instead of leaving it out; a block pair below ``floor`` is never worth taking.
 
     ``best[i, j]`` is the best total over the first ``i`` complex and ``j`` simple sentences. A block ending at
     row ``i`` starts in an earlier row, so a whole row is computed at once from the rows above (a few numpy
@@ -187,10 +224,13 @@ def _dp_select(
             cand[skip] = best[i - 1][skip]
             step_c[i, skip] = 0
             step_s[i, skip] = 0
-        run = np.maximum.accumulate(cand)
+        # Skipping simple sentences k+1..j costs skip_simple each: best[i, j] = max_k cand[k] - skip * (j - k),
+        # a running maximum of cand[k] + skip * k.
+        lifted = cand + skip_simple * cols
+        run = np.maximum.accumulate(lifted)
         own = np.ones(n + 1, dtype=bool)
-        own[1:] = cand[1:] >= run[:-1]  # the cell's own move wins a tie with a skipped simple one
-        best[i] = run
+        own[1:] = lifted[1:] >= run[:-1]  # the cell's own move wins a tie with a skipped simple one
+        best[i] = run - skip_simple * cols
         src[i] = np.maximum.accumulate(np.where(own, cols, 0))
     taken = []
     i, j = m, n
@@ -316,10 +356,17 @@ def check_nm_config(c: NmConfig) -> None:
         raise MultimsdError("aligner.nm.floor_grid and aligner.nm.penalty_grid must not be empty")
     if c.search not in SEARCHES:
         raise MultimsdError(f"aligner.nm.search={c.search!r}: choose {', '.join(SEARCHES)}")
+    if c.score not in SCORES:
+        raise MultimsdError(f"aligner.nm.score={c.score!r}: choose {', '.join(SCORES)}")
+    if c.skip_simple < 0 or any(x < 0 for x in c.skip_simple_grid) or not c.skip_simple_grid:
+        raise MultimsdError(
+            "aligner.nm.skip_simple and aligner.nm.skip_simple_grid must be >= 0 (grid not empty)"
+        )
 
 
-def tune_on_gold(gold_train: list[GoldDoc], cfg: AlignConfig) -> tuple[float, float]:
-    """(floor, penalty) from the ``aligner.nm`` grids with the best F1 (at its best θ) on ``gold_train``.
+def tune_on_gold(gold_train: list[GoldDoc], cfg: AlignConfig) -> tuple[float, float, float]:
+    """(floor, penalty, skip_simple) from the ``aligner.nm`` grids with the best F1 (at its best θ) on
+    ``gold_train``.
 
     Gold mode passes the validation half only, so the test half stays unseen. Worth it because the best
     trade-off depends on the corpus: splits are common in DEplain (penalty 0 wins) and absent from the bundled
@@ -330,18 +377,28 @@ def tune_on_gold(gold_train: list[GoldDoc], cfg: AlignConfig) -> tuple[float, fl
     c = cfg.aligner.nm
     vecs = block_vectors([(d.complex, d.simple) for d in gold_train], cfg)
     scores = {}
-    for floor in c.floor_grid:
-        for penalty in c.penalty_grid:
-            cands = {
-                (d.article_id, d.lang): align_blocks(cb, cv, sb, sv, penalty, c.absorb, c.search, floor)
-                for d, (cb, cv, sb, sv) in zip(gold_train, vecs)
-            }
-            curve = sweep(cands, gold_train, list(cfg.gold.nm_thresholds))
-            scores[(floor, penalty)] = round(curve[best_threshold(curve)].f1, 12)
-    # Like θ (goldscore.best_threshold): on equal F1 the more conservative setting, higher floor then penalty.
-    best = max(scores, key=lambda fp: (scores[fp], fp))
-    log.info("aligner.nm tuned on %d gold article pair(s): floor=%g penalty=%g", len(gold_train), *best)
+    for setting in itertools.product(c.floor_grid, c.penalty_grid, c.skip_simple_grid):
+        cands = {
+            (d.article_id, d.lang): _align(cb, cv, sb, sv, c, *setting)
+            for d, (cb, cv, sb, sv) in zip(gold_train, vecs)
+        }
+        curve = sweep(cands, gold_train, list(cfg.gold.nm_thresholds))
+        scores[setting] = round(curve[best_threshold(curve)].f1, 12)
+    # Like θ (goldscore.best_threshold): on equal F1 the more conservative setting (higher floor, then penalty,
+    # then skip cost).
+    best = max(scores, key=lambda fps: (scores[fps], fps))
+    log.info(
+        "aligner.nm tuned on %d gold article pair(s): floor=%g penalty=%g skip_simple=%g",
+        len(gold_train),
+        *best,
+    )
     return best
+
+
+def _align(cb, cv, sb, sv, c: NmConfig, floor: float, penalty: float, skip_simple: float) -> list[Match]:
+    return align_blocks(
+        cb, cv, sb, sv, penalty, c.absorb, c.search, floor, score=c.score, skip_simple=skip_simple
+    )
 
 
 @register_aligner
@@ -364,17 +421,19 @@ class NmAligner(Aligner):
     ) -> list[list[Match]]:
         c = cfg.aligner.nm
         check_nm_config(c)
-        floor, penalty = c.floor, c.penalty
+        setting = (c.floor, c.penalty, c.skip_simple)
         if gold_train and c.tune_on_gold:
-            floor, penalty = tune_on_gold(gold_train, cfg)
+            setting = tune_on_gold(gold_train, cfg)
         stats: dict = {}
         vecs = block_vectors(docs, cfg, stats)
         self.n_encoded = stats.get("n_encoded", 0)
-        return [align_blocks(cb, cv, sb, sv, penalty, c.absorb, c.search, floor) for cb, cv, sb, sv in vecs]
+        return [_align(cb, cv, sb, sv, c, *setting) for cb, cv, sb, sv in vecs]
 
     def thresholds(self, gold: GoldConfig) -> list[float]:
         return list(gold.nm_thresholds)
 
     def check_threshold(self, threshold: float) -> None:
-        if not -1.0 <= threshold <= 1.0:
-            raise MultimsdError(f"aligner.threshold={threshold} is outside [-1, 1], the range of a cosine")
+        if not -2.0 <= threshold <= 2.0:
+            raise MultimsdError(
+                f"aligner.threshold={threshold} is outside [-2, 2], the range of a block score (cosine or margin)"
+            )
