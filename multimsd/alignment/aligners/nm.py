@@ -211,7 +211,7 @@ def _dp_select(
             cand[0] = 0.0
         else:
             for na in range(min(kc, i), 0, -1):
-                # shifted[k, j] = best[i - na, j - nb]: the total before a block of nb simple sentences.
+                # padded[window][k, j] = best[i - na, j - nb]: the total before a block of nb simple sentences.
                 padded[ks:] = best[i - na]
                 g = padded[window] + gain[c_row[(i - na, na)]]
                 k = g.argmax(axis=0)  # the first maximum: the most simple sentences
