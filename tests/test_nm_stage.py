@@ -64,3 +64,28 @@ def test_nm_stage_writes_member_lists_and_reuses_block_embeddings(tmp_path, tiny
     again = run(to_config(_cfg(tmp_path, tiny_encoder, theta)))
     assert again["sentences_encoded"] == 0
     assert again["total_sentence_pairs"] == sum(r["score"] >= theta for r in rows) == 2
+
+
+@pytest.mark.parametrize("mode", ["align", "gold"])
+def test_bad_nm_option_is_refused_before_any_work(tmp_path, monkeypatch, mode):
+    # Checked at start-up (the aligner's check_options), so nothing is segmented, encoded or written.
+    import multimsd.alignment.stage as stage
+    from multimsd.errors import MultimsdError
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("the stage started working before checking aligner.nm")
+
+    import multimsd.alignment.goldmode as goldmode
+
+    monkeypatch.setattr(stage, "segment_pairs", no_work)  # align mode's first work
+    monkeypatch.setattr(goldmode, "load_gold_docs", no_work)  # gold mode's first work
+    method = {"align": {"method": "nm"}, "gold": {"method": "symmetric"}}[mode]
+    cfg = {
+        "mode": mode,
+        "aligner": {**method, "threshold": 0.0, "nm": {"score": "ratio"}},
+        "gold": {"methods": ["symmetric", "nm"], "report_dir": str(tmp_path / "gold")},
+        "output": {"dir": str(tmp_path / "out")},
+    }
+    with pytest.raises(MultimsdError, match=r"aligner.nm.score='ratio': choose margin, cosine"):
+        run(to_config(cfg))
+    assert not (tmp_path / "out").exists() and not (tmp_path / "gold").exists()

@@ -56,6 +56,9 @@ def check_config(cfg: AlignConfig) -> None:
     if cfg.mode not in modes:
         raise MultimsdError(f"mode={cfg.mode!r}: choose {', '.join(modes)}")
     check_threshold(cfg.aligner.method, cfg.aligner.threshold)
+    methods = [cfg.aligner.method, *(cfg.gold.methods if cfg.mode == "gold" else [])]
+    for method in dict.fromkeys(methods):  # every aligner this run will use, each once
+        get_aligner(method).check_options(cfg)
     check_languages(list(cfg.data.languages))
     if cfg.output.push_to_hub and not cfg.output.hub_repo_id:
         raise MultimsdError("output.push_to_hub=true needs output.hub_repo_id=<user>/<name>")

@@ -420,7 +420,7 @@ class NmAligner(Aligner):
         min_score: float | None = None,
     ) -> list[list[Match]]:
         c = cfg.aligner.nm
-        check_nm_config(c)
+        check_nm_config(c)  # also at the stage's start-up (check_options); here for direct callers
         setting = (c.floor, c.penalty, c.skip_simple)
         if gold_train and c.tune_on_gold:
             setting = tune_on_gold(gold_train, cfg)
@@ -428,6 +428,9 @@ class NmAligner(Aligner):
         vecs = block_vectors(docs, cfg, stats)
         self.n_encoded = stats.get("n_encoded", 0)
         return [_align(cb, cv, sb, sv, c, *setting) for cb, cv, sb, sv in vecs]
+
+    def check_options(self, cfg: AlignConfig) -> None:
+        check_nm_config(cfg.aligner.nm)
 
     def thresholds(self, gold: GoldConfig) -> list[float]:
         return list(gold.nm_thresholds)

@@ -85,6 +85,9 @@ class Aligner:
     def check_threshold(self, threshold: float) -> None:
         """Raise :class:`MultimsdError` if ``threshold`` can never be a sensible θ for this score."""
 
+    def check_options(self, cfg: AlignConfig) -> None:
+        """Raise :class:`MultimsdError` for a bad option of this aligner; called at start-up, before any work."""
+
     def modes(self) -> dict[str, Callable[[AlignConfig], dict]]:
         """Extra ``mode=`` values this aligner owns (e.g. training its model), each run with the config."""
         return {}
