@@ -98,6 +98,20 @@ def test_gold_mode(aligned, python, repo_root):
             assert 0.0 <= e["test"]["f1"] <= 1.0
     # on the hand-made sample gold the offline encoder must be far better than chance
     assert results["methods"]["symmetric"]["all"]["test"]["f1"] > 0.5
+    # Each test article pair apart: per language, the counts add up to that language's test total; θ tuned on
+    # the test half itself (the diagnostic) can only do as well or better on it.
+    for per_lang in results["methods"].values():
+        assert "test_articles" not in per_lang["all"]  # article ids repeat across languages
+        for lang in ("en", "ja"):
+            arts, test = per_lang[lang]["test_articles"], per_lang[lang]["test"]
+            assert set(arts) == set(results["test_articles"])
+            for key in ("correct", "predicted", "gold"):
+                assert sum(a[key] for a in arts.values()) == test[key]
+            assert per_lang[lang]["test_best_threshold"]["f1"] >= test["f1"]
+    articles = (report / "gold_articles.md").read_text()
+    rows = [line for line in articles.splitlines() if line.startswith(("| en |", "| ja |"))]
+    # one row per test article and language, plus the diagnostic's rows (3 methods x 3 language rows)
+    assert len(rows) == 2 * len(results["test_articles"]) + 3 * 2
     png = (report / "gold_pr_curve.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from multimsd.alignment.goldscore import PRF, best_threshold, score_doc, split_gold_ids, sweep
+from multimsd.alignment.goldscore import PRF, best_threshold, per_article, score_doc, split_gold_ids, sweep
 from multimsd.alignment.match import Match
 from multimsd.errors import MultimsdError
 from multimsd.gold import GoldDoc, load_gold
@@ -39,6 +39,24 @@ def test_sweep_and_best_threshold():
     assert best_threshold(curve) == 0.65
     # Equal F1: the higher θ wins.
     assert best_threshold({0.5: PRF(1, 2, 2), 0.6: PRF(1, 2, 2)}) == 0.6
+
+
+def test_per_article_counts_add_up_to_the_sweep():
+    a = GoldDoc("a", "en", ["c0", "c1", "c2"], ["s0", "s1", "s2"], {((0,), (0,)), ((1,), (1,)), ((2,), (2,))})
+    b = GoldDoc("b", "en", ["c0", "c1"], ["s0", "s1", "s2"], {((0,), (0, 1)), ((1,), (2,))})
+    cands = {
+        ("a", "en"): [Match(0, 0, 0.9, 0.9), Match(1, 2, 0.8, 0.8), Match(2, 2, 0.4, 0.4)],
+        # one 1:2 block (correct) and one wrong 1:1 pair
+        ("b", "en"): [Match(0, 0, 0.7, 0.7, 1, 2), Match(1, 1, 0.6, 0.6)],
+    }
+    arts = per_article(cands, [a, b], 0.5)
+    # θ=0.5 keeps a's (0,0) correct and (1,2) wrong: 1 of 2 predicted, 1 of 3 gold; b: 1 of 2, 1 of 2.
+    assert {k: (v.correct, v.predicted, v.gold) for k, v in arts.items()} == {"a": (1, 2, 3), "b": (1, 2, 2)}
+    assert arts["a"].f1 == pytest.approx(2 * 0.5 * (1 / 3) / (0.5 + 1 / 3))
+    total = sweep(cands, [a, b], [0.5])[0.5]
+    assert (total.correct, total.predicted, total.gold) == (2, 4, 5)
+    # 1:1 gold only: b's 1:2 item is no longer gold, so b has 0 of 1 right.
+    assert per_article(cands, [b], 0.5, only_1to1=True)["b"] == PRF(0, 2, 1)
 
 
 def test_split_gold_ids():
