@@ -118,7 +118,7 @@ def main() -> None:
     )
     if nm:
         print(
-            f"n:m, sample x 1    : {nm['blocks']:,} block texts (2 x 4 blocks) from {nm['sentences']:,} sentences"
+            f"n:m, sample x 1    : {nm['blocks']:,} block texts ({nm['shape']} blocks) from {nm['sentences']:,} sentences"
         )
         print(
             f"n:m, encoder only  : {nm['enc']:8.1f} s; whole n:m pipeline, empty cache {nm['pipe']:.1f} s"
@@ -172,6 +172,7 @@ def bench_nm(work: Path) -> dict:
     c = nm_cfg.aligner.nm
     return {
         "sentences": sum(len(a) + len(b) for a, b in docs),
+        "shape": f"{c.max_complex} x {c.max_simple}",
         "blocks": sum(len(spans(len(a), c.max_complex)) + len(spans(len(b), c.max_simple)) for a, b in docs),
         "enc": t_enc,
         "pipe": t_pipe,

@@ -144,7 +144,7 @@ class NmConfig:
     # Blocks of 1..max_complex consecutive complex and 1..max_simple consecutive simple sentences are scored
     # against each other (cosine of the embeddings of the concatenated sentences).
     max_complex: int = 2
-    max_simple: int = 4
+    max_simple: int = 6
     # dp: monotone dynamic programme with skips (default); greedy: order-free, seeds + greedy block selection.
     search: str = "dp"
     # What a block pair is worth: margin (its cosine minus the mean cosine of its two blocks with the other
