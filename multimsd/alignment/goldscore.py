@@ -101,8 +101,7 @@ def sweep(
     for theta in thresholds:
         total = PRF(0, 0, 0)
         for d in docs:
-            pred = [m for m in candidates[(d.article_id, d.lang)] if passes(m.score, theta, strict)]
-            total = total + score_doc(pred, gold_set(d, only_1to1))
+            total = total + _doc_prf(candidates, d, theta, only_1to1, strict)
         out[theta] = total
     return out
 
@@ -136,11 +135,15 @@ def per_article(
 
     The counts add up to :func:`sweep`'s micro-averaged total at the same θ.
     """
-    out = {}
-    for d in docs:
-        pred = [m for m in candidates[(d.article_id, d.lang)] if passes(m.score, theta, strict)]
-        out[d.article_id] = score_doc(pred, gold_set(d, only_1to1))
-    return out
+    return {d.article_id: _doc_prf(candidates, d, theta, only_1to1, strict) for d in docs}
+
+
+def _doc_prf(
+    candidates: dict[tuple[str, str], list[Match]], d: GoldDoc, theta: float, only_1to1: bool, strict: bool
+) -> PRF:
+    """One article pair's counts at θ (the candidates whose score passes θ against its gold)."""
+    pred = [m for m in candidates[(d.article_id, d.lang)] if passes(m.score, theta, strict)]
+    return score_doc(pred, gold_set(d, only_1to1))
 
 
 def best_threshold(curve: dict[float, PRF]) -> float:
