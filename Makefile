@@ -3,9 +3,9 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTHON ?= python3
 
-.PHONY: setup system-deps slurm-deps test test-slurm test-all demo gold lint format bench clean
+.PHONY: setup system-deps slurm-deps test test-slurm test-package test-all demo gold lint format bench clean
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	# torch first, on its own: the CPU build lies on disk here; a bare `torch` pulled in by another package
@@ -39,6 +39,9 @@ test: setup system-deps  ## the test suite (what .ci/run runs)
 test-slurm: setup slurm-deps  ## the sweeps on a local SLURM cluster (scripts/slurm-local.sh; root + apt)
 	$(PY) -m pip install -q -e ".[sweep]"
 	$(PY) -m pytest -m slurm tests/test_slurm.py
+
+test-package: setup  ## build sdist + wheel, install the wheel into a fresh virtualenv, run the commands from an empty dir
+	$(PY) -m pytest -m package tests/test_packaging.py
 
 test-all: setup  ## including slow tests
 	$(PY) -m pytest -m "not gpu"

@@ -1,6 +1,7 @@
-"""Evaluation stage entry point: ``python evaluate.py [hydra overrides]`` (see ``--help``).
+"""Evaluation stage entry point of a checkout: ``python evaluate.py [hydra overrides]`` (see ``--help``).
 
-A thin Hydra wrapper; the stage itself is :func:`multimsd.evaluation.stage.run`, importable and testable on its own.
+The same command as ``multimsd evaluate`` (:mod:`multimsd.evaluate`); the stage itself is
+:func:`multimsd.evaluation.stage.run`, importable and testable on its own.
 
 The name clash with 🤗 ``evaluate``: a file ``evaluate.py`` in the repository root shadows the 🤗 package for
 every process whose ``sys.path`` starts with the root (``python evaluate.py``, ``python -c``/``-m`` or a REPL
@@ -51,19 +52,7 @@ else:
         _mine = [p for p in sys.path if isinstance(p, str) and os.path.realpath(p or ".") == _here]
         sys.path[:] = [p for p in sys.path if p not in _mine] + _mine
 
-    import hydra
-    from omegaconf import DictConfig
-
-    from multimsd.config import register_configs
-
-    register_configs()
-
-    @hydra.main(version_base="1.3", config_path="conf", config_name="evaluate")
-    def main(cfg: DictConfig) -> None:
-        from multimsd.cli import run_stage
-        from multimsd.evaluation.stage import run
-
-        run_stage(run, cfg)
+    from multimsd.evaluate import main  # the same command as `multimsd evaluate`
 
     if __name__ == "__main__":
         main()

@@ -148,7 +148,9 @@ def test_a_training_step_gives_the_logits_paths_loss_and_gradients(tmp_path, mod
     if not lora:  # full fine-tuning: the tied embedding / lm_head weight gets its gradient through both uses
         assert any("embed" in k or "shared" in k for k in grads)
     for k in grads:
-        torch.testing.assert_close(grads[k], ref_grads[k], rtol=1e-4, atol=1e-6, msg=k)
+        # atol 1e-5: the tied embedding's gradient sums many positions in another order on each path (one
+        # element of tiny mBART's 8M differed by 2.1e-6 at a largest gradient of 0.17 with transformers 5.24).
+        torch.testing.assert_close(grads[k], ref_grads[k], rtol=1e-4, atol=1e-5, msg=k)
     torch.testing.assert_close(val[0], ref_val[0], rtol=1e-5, atol=1e-5)
     assert torch.equal(val[1], ref_val[1])
 

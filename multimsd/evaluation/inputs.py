@@ -19,6 +19,7 @@ from multimsd import LANGUAGES
 from multimsd.config import EvaluateConfig
 from multimsd.errors import MultimsdError
 from multimsd.io import load_saved_split
+from multimsd.paths import conf_dir
 
 __all__ = ["BASELINES", "ReferenceSet", "load_predictions", "load_references", "read_lines"]
 
@@ -101,7 +102,7 @@ def default_refs_path() -> Path:
         if GlobalHydra.instance().is_initialized():  # inside evaluate.py: conf/ is on the search path
             cfg = compose(config_name="align")
         else:
-            conf = Path(__file__).resolve().parents[2] / "conf"  # the repository root
+            conf = conf_dir()  # the packaged configs (the repository's conf/ in a checkout)
             if not (conf / "align.yaml").is_file():
                 raise FileNotFoundError(conf / "align.yaml")
             with initialize_config_dir(str(conf), version_base="1.3"):

@@ -1,7 +1,10 @@
-"""The ``multimsd`` console command (installed by ``pip install -e .``): ``multimsd run [overrides]``.
+"""The ``multimsd`` console command: ``multimsd run [overrides]`` (the whole pipeline) and the stages on their
+own, ``multimsd align|train|evaluate [hydra overrides]`` (the same Hydra commands as the checkout's
+``align.py`` / ``train.py`` / ``evaluate.py``: ``--help``, ``--cfg job``, ``-m`` multirun, launchers,
+``--config-dir``).
 
-Overrides are Hydra's ``key=value``. The run's own keys (``conf/pipeline/run.yaml``: ``dir``, ``systems``,
-``sweep``, ``experiment=…``, ``debug=…``) go to the run; ``align.<key>=…``, ``train.<key>=…`` and
+Overrides of ``multimsd run`` are Hydra's ``key=value``. The run's own keys (``conf/pipeline/run.yaml``:
+``dir``, ``systems``, ``sweep``, ``experiment=…``, ``debug=…``) go to the run; ``align.<key>=…``, ``train.<key>=…`` and
 ``evaluate.<key>=…`` go to that stage's config (``align.aligner.threshold=0.6``, ``train.optim.epochs=5``,
 ``+train.foo=1``, ``~evaluate.systems.identity``), after the run's own lists for that stage.
 """
@@ -11,9 +14,21 @@ from __future__ import annotations
 import logging
 import re
 import sys
+from pathlib import Path
+
+COMMANDS = """\
+usage: multimsd COMMAND [--help] [key=value ...]
+
+Commands:
+  run        the whole pipeline: align -> (gold) -> train / prompt every system -> evaluate -> report
+  align      article pairs -> aligned sentence pairs (a DatasetDict); gold mode tunes θ
+  train      fine-tune / prompt a simplification model (on several GPUs: accelerate launch -m multimsd.train)
+  evaluate   SARI, BLEU, TER, chrF, METEOR, FKGL, medical terms, bootstrap intervals
+Each takes Hydra overrides (key=value); `multimsd COMMAND --help` lists its keys.
+"""
 
 USAGE = """\
-usage: multimsd run [--help] [--cfg] [key=value ...]
+usage: multimsd run [--help] [--cfg] [--config-dir DIR] [key=value ...]
 
 Runs align -> (gold) -> train / prompt every system -> evaluate -> report into one run directory
 (default outputs/run). With no overrides: the bundled sample, offline models, 2 CPU cores.
@@ -31,6 +46,8 @@ Run keys (conf/pipeline/run.yaml):
   sweep.parameter=loss.theta sweep.values=[1,4]    one trained system per value
   compare=[a:b,...]            paired bootstrap comparisons (default: every pair)
   gold=false                   skip the gold-alignment scores (Table 3)
+  --config-dir DIR             your own presets, laid out like multimsd's conf/: DIR/pipeline/experiment/x.yaml
+                               (experiment=x), DIR/experiment/y.yaml (train.experiment=y), ...
   pairs.path=FILE              an aligned sentence-pair corpus (TSV / JSONL / saved dataset) instead of
                                aligning articles: split by document id (pairs.seed), bad rows an error or,
                                with pairs.bad_rows=skip, counted; pairs.lang=es when it has no lang column;
@@ -72,13 +89,47 @@ def route(overrides: list[str]) -> tuple[list[str], dict[str, list[str]], dict[s
     return own, staged, per_system
 
 
+STAGE_COMMANDS = ("align", "train", "evaluate")
+
+
+def config_dir_option(args: list[str]) -> tuple[str | None, list[str]]:
+    """``--config-dir DIR`` / ``--config-dir=DIR`` / ``-cd DIR`` (Hydra's spelling) taken out of ``args``."""
+    rest: list[str] = []
+    found: str | None = None
+    it = iter(args)
+    for a in it:
+        if a in ("--config-dir", "-cd"):
+            found = next(it, None)
+            if found is None:
+                print("error: --config-dir needs a directory", file=sys.stderr)
+                sys.exit(2)
+        elif a.startswith("--config-dir="):
+            found = a.split("=", 1)[1]
+        else:
+            rest.append(a)
+    return found, rest
+
+
+def run_stage_command(name: str, args: list[str]) -> None:
+    """``multimsd align|train|evaluate …``: the stage's own Hydra entry point, with Hydra's command line."""
+    import importlib
+
+    sys.argv = [f"multimsd {name}", *args]
+    importlib.import_module(f"multimsd.{name}").main()
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help", "help"):
-        print(USAGE)
+        print(COMMANDS)
+        return
+    if argv[0] in STAGE_COMMANDS:
+        run_stage_command(argv[0], argv[1:])
         return
     if argv[0] != "run":
-        print(f"error: unknown command {argv[0]!r} (multimsd run --help)", file=sys.stderr)
+        print(
+            f"error: unknown command {argv[0]!r} (choose run, {', '.join(STAGE_COMMANDS)})", file=sys.stderr
+        )
         sys.exit(2)
     args = argv[1:]
     if "-h" in args or "--help" in args:
@@ -86,6 +137,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     show_cfg = "--cfg" in args
     args = [a for a in args if a != "--cfg"]
+    user_dir, args = config_dir_option(args)
 
     from multimsd.cli import run_stage
 
@@ -94,11 +146,20 @@ def main(argv: list[str] | None = None) -> None:
 
         from multimsd.cli import load_plugins
         from multimsd.errors import MultimsdError
+        from multimsd.paths import conf_dir
         from multimsd.pipeline.config import SystemConfig
-        from multimsd.pipeline.run import compose, conf_dir, run, summary_lines
+        from multimsd.pipeline.run import compose, run, summary_lines
 
         own, staged, per_system = route(args)
-        cfg = compose("run", own, config_dir=conf_dir() / "pipeline")
+        if user_dir is not None:
+            if not Path(user_dir).is_dir():
+                raise MultimsdError(f"--config-dir {user_dir}: not a directory")
+            own.append(f"config_dir={Path(user_dir).resolve()}")
+        # The run's own presets: the packaged conf/pipeline, then the user's DIR/pipeline.
+        mine = (
+            [str(Path(user_dir) / "pipeline")] if user_dir and (Path(user_dir) / "pipeline").is_dir() else []
+        )
+        cfg = compose("run", own, config_dir=conf_dir() / "pipeline", search=mine)
         for stage, extra in staged.items():
             cfg[stage] = [*cfg[stage], *extra]
         for name, fields in per_system.items():
@@ -118,8 +179,6 @@ def main(argv: list[str] | None = None) -> None:
                 cfg.systems[name][field] = value
         load_plugins(list(cfg.plugins))
         if show_cfg:  # the run's config, and the stages it would run (every stage config composed: validated)
-            from pathlib import Path
-
             from multimsd.pipeline.run import plan
 
             print(OmegaConf.to_yaml(cfg))

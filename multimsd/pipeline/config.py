@@ -72,6 +72,10 @@ class RunConfig:
     compare: list[str] = field(default_factory=list)
     report: bool = True  # report.html + report.md
     plugins: list[str] = field(default_factory=list)  # modules imported first (registrations)
+    # A directory of your own configs laid out like multimsd's conf/ (DIR/experiment/x.yaml for
+    # train.experiment=x, DIR/pipeline/experiment/y.yaml for a run preset experiment=y); searched after the
+    # packaged configs. On the command line: multimsd run --config-dir DIR.
+    config_dir: str | None = None
 
 
 def register_run_config() -> None:

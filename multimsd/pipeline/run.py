@@ -36,12 +36,12 @@ from omegaconf import DictConfig, OmegaConf
 
 from multimsd.errors import MultimsdError
 from multimsd.metrics.bootstrap import BOOTSTRAP_METRICS
+from multimsd.paths import conf_dir
 from multimsd.pipeline.config import SYSTEM_KINDS, RunConfig
 from multimsd.pipeline.records import StageRecords, fingerprint, read_json, write_json_atomic
 
 logger = logging.getLogger("multimsd.pipeline")
 
-CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
 RUN_MARKER = "run.json"
 
 
@@ -59,16 +59,16 @@ class Stage:
 
 
 # ------------------------------------------------------------------------------------------- config
-def conf_dir() -> Path:
-    if not (CONF_DIR / "pipeline" / "run.yaml").is_file():
-        raise MultimsdError(
-            f"cannot find multimsd's configs in {CONF_DIR}: install the repository with `pip install -e .`"
-        )
-    return CONF_DIR
+def compose(
+    config_name: str,
+    overrides: list[str],
+    config_dir: Path | None = None,
+    search: list[str] | tuple[str, ...] = (),
+) -> DictConfig:
+    """A config composed by Hydra as the entry point would (schemas registered, ``hydra`` node dropped).
 
-
-def compose(config_name: str, overrides: list[str], config_dir: Path | None = None) -> DictConfig:
-    """A config composed by Hydra as the entry point would (schemas registered, ``hydra`` node dropped)."""
+    ``config_dir``: the primary config directory (default the packaged ``conf/``); ``search``: more
+    directories on Hydra's search path (a user's own presets, ``--config-dir``)."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
@@ -78,9 +78,16 @@ def compose(config_name: str, overrides: list[str], config_dir: Path | None = No
     register_schemas()
     GlobalHydra.instance().clear()
     where = config_dir or conf_dir()
+    overrides = list(overrides)
+    for d in search:
+        if not Path(d).is_dir():
+            raise MultimsdError(f"config_dir={d}: not a directory")
+    if search:
+        quoted = ",".join("'file://" + str(Path(d).resolve()).replace("'", "\\'") + "'" for d in search)
+        overrides.append(f"hydra.searchpath=[{quoted}]")
     try:
         with initialize_config_dir(version_base="1.3", config_dir=str(where), job_name="multimsd_run"):
-            return hydra_compose(config_name=config_name, overrides=list(overrides))
+            return hydra_compose(config_name=config_name, overrides=overrides)
     except (HydraException, OmegaConfBaseException) as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise MultimsdError(f"{config_name} config: {first}") from None
@@ -98,6 +105,11 @@ def register_schemas() -> None:
     register_configs()
     register_run_config()
     ConfigStore.instance().store(name="train_schema", node=TrainConfig)
+
+
+def _user_dirs(cfg: RunConfig | DictConfig) -> list[str]:
+    """The user's config directory (``config_dir`` / ``--config-dir``), searched after the packaged configs."""
+    return [str(Path(cfg.config_dir).expanduser())] if cfg.get("config_dir") else []
 
 
 def expand_systems(cfg: RunConfig | DictConfig) -> dict[str, dict]:
@@ -149,14 +161,18 @@ def plan(cfg: RunConfig | DictConfig, run_dir: Path) -> list[Stage]:
         )
         stages.append(Stage("pairs", pairs_cfg, align_fp, run_dir / "align", "pairs"))
     else:
-        align_cfg = compose("align", [*cfg.align, f"output.dir={run_dir / 'align'}", "mode=align"])
+        align_cfg = compose(
+            "align", [*cfg.align, f"output.dir={run_dir / 'align'}", "mode=align"], search=_user_dirs(cfg)
+        )
         align_fp = fingerprint([__version__, OmegaConf.to_container(align_cfg, resolve=True)])
         stages.append(Stage("align", align_cfg, align_fp, run_dir / "align", "align"))
     if cfg.gold and cfg.pairs.path:
         logger.info("gold: skipped (the run reads aligned pairs from pairs.path; no aligner to score)")
     elif cfg.gold:
         gold_cfg = compose(
-            "align", [*cfg.align, "mode=gold", f"gold.report_dir={run_dir / 'align' / 'gold'}"]
+            "align",
+            [*cfg.align, "mode=gold", f"gold.report_dir={run_dir / 'align' / 'gold'}"],
+            search=_user_dirs(cfg),
         )
         # Gold mode reads the gold data, not the alignment output: its own fingerprint.
         gold_fp = fingerprint([__version__, OmegaConf.to_container(gold_cfg, resolve=True)])
@@ -170,7 +186,7 @@ def plan(cfg: RunConfig | DictConfig, run_dir: Path) -> list[Stage]:
         overrides = [*cfg.train, *sys_cfg["train"], f"data.path={run_dir / 'align'}", f"output_dir={out}"]
         if sys_cfg["kind"] == "icl":
             overrides.append("mode=icl")
-        train_cfg = compose("train", overrides)
+        train_cfg = compose("train", overrides, search=_user_dirs(cfg))
         resolved = OmegaConf.to_container(train_cfg, resolve=True)
         if sys_cfg["kind"] == "icl":  # prompting never reads the optimiser or loss settings
             resolved = {k: v for k, v in resolved.items() if k not in ("optim", "loss")}
@@ -197,7 +213,7 @@ def plan(cfg: RunConfig | DictConfig, run_dir: Path) -> list[Stage]:
             raise MultimsdError(f"compare: no system named {unknown[0]!r} (systems: {', '.join(systems)})")
         eval_overrides.append(f"bootstrap.compare=[{','.join(str(p) for p in cfg.compare)}]")
     eval_overrides += [*cfg.evaluate, f"output.dir={run_dir / 'evaluation'}"]
-    eval_cfg = compose("evaluate", eval_overrides)
+    eval_cfg = compose("evaluate", eval_overrides, search=_user_dirs(cfg))
     eval_fp = fingerprint(
         [__version__, OmegaConf.to_container(eval_cfg, resolve=True)], align_fp, *(s.fp for s in trained)
     )

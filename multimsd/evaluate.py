@@ -1,0 +1,30 @@
+"""``multimsd evaluate [hydra overrides]`` (also ``python -m multimsd.evaluate`` and the checkout's
+``evaluate.py``).
+
+A thin Hydra entry point around :func:`multimsd.evaluation.stage.run`; the configs are the packaged ones
+(:func:`multimsd.paths.conf_dir`). ``--config-dir DIR`` adds a directory of your own, laid out like ``conf/``.
+This module is ``multimsd.evaluate``: it never shadows the 🤗 ``evaluate`` package (only a file named
+``evaluate.py`` at the front of ``sys.path`` would; the checkout's script handles that case itself).
+"""
+
+from __future__ import annotations
+
+import hydra
+from omegaconf import DictConfig
+
+from multimsd.config import register_configs
+from multimsd.paths import conf_dir
+
+register_configs()
+
+
+@hydra.main(version_base="1.3", config_path=str(conf_dir()), config_name="evaluate")
+def main(cfg: DictConfig) -> None:
+    from multimsd.cli import run_stage
+    from multimsd.evaluation.stage import run
+
+    run_stage(run, cfg)
+
+
+if __name__ == "__main__":
+    main()
