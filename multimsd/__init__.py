@@ -1,6 +1,8 @@
 """multimsd: multilingual medical text simplification.
 
-Stages (each an importable ``run(cfg)`` behind a thin Hydra entry point in the repository root):
+Stages (each an importable ``run(cfg)`` behind a thin Hydra entry point, ``multimsd.align`` / ``.train`` /
+``.evaluate`` = ``multimsd align|train|evaluate``, wrapped by the checkout's ``align.py`` / ``train.py`` /
+``evaluate.py``):
 ``multimsd.alignment.stage`` (article pairs -> aligned sentence-pair DatasetDict), ``multimsd.training.loop``
 (fine-tuning and prediction) and ``multimsd.evaluation.stage`` (scores and report). The shared modules beside
 them (config, io, text, gold, split, errors, paths, fsutil, buildcache, cli) and the metric library
