@@ -30,6 +30,7 @@ import numpy as np
 
 from multimsd.alignment.aligners.lexical import (
     STRING_SCORES,
+    LexicalConfig,
     lexical_matches,
     mean_similarity,
     pair_similarities,
@@ -37,7 +38,6 @@ from multimsd.alignment.aligners.lexical import (
     score_matrices,
 )
 from multimsd.alignment.segment import segment_document
-from multimsd.config import LexicalConfig
 from multimsd.io import load_article_pairs
 
 

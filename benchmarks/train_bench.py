@@ -288,7 +288,7 @@ def llama8b_gpu(batch: int, seq_len: int, steps: int, peak_tflops: float, chunke
     from peft import LoraConfig, get_peft_model
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from multimsd.training.config import LLAMA_LORA_TARGETS
+    from multimsd.training.kinds.transformer import LLAMA_LORA_TARGETS
 
     if not torch.cuda.is_available():
         raise SystemExit("--llama8b-gpu needs a CUDA device")

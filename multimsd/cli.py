@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -24,6 +25,97 @@ def load_plugins(names: list[str]) -> None:
                     f"plugins: cannot import {name!r} (is its directory on PYTHONPATH, or the package installed?)"
                 ) from None
             raise
+
+
+PLUGIN_KEY = re.compile(r"^\+{0,2}(?:(?:align|train|evaluate)\.)?plugins=(?P<value>.*)$")
+ENTRY_POINT_GROUP = "multimsd.plugins"
+
+
+def plugins_on_command_line(argv: list[str]) -> list[str]:
+    """The modules named by ``plugins=[…]`` (also ``+plugins``, and ``align.plugins`` … of ``multimsd run``)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    names: list[str] = []
+    for arg in argv:
+        m = PLUGIN_KEY.match(arg)
+        if not m:
+            continue
+        try:
+            value = OverridesParser.create().parse_overrides([f"plugins={m['value']}"])[0].value()
+        except Exception:  # Hydra reports a malformed value itself, in its own words
+            continue
+        names += [str(v) for v in (value if isinstance(value, list) else [value]) if v]
+    return names
+
+
+def preload_plugins(argv: list[str] | None = None) -> None:
+    """Import the plugins before Hydra composes the config, so the options they register (``aligner=<name>``,
+    a model kind's ``model.*``) are part of the schema: the ones named on the command line and every installed
+    ``multimsd.plugins`` entry point. A module that cannot be imported is one ``error:`` line, exit 2."""
+    from importlib.metadata import entry_points
+
+    from multimsd.errors import MultimsdError
+
+    try:
+        for ep in entry_points(group=ENTRY_POINT_GROUP):
+            ep.load()
+        load_plugins(plugins_on_command_line(sys.argv[1:] if argv is None else argv))
+    except MultimsdError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+
+
+def config_error_line(e: BaseException) -> str:
+    """One line for a config that cannot be composed (Hydra / OmegaConf), naming the key and, for a key that
+    does not exist, the closest valid one: ``aligner.treshold: no such key (did you mean aligner.threshold?)``."""
+    import difflib
+
+    from omegaconf import DictConfig
+
+    first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+    x: BaseException | None = e
+    while x is not None:
+        full_key = getattr(x, "full_key", None)
+        parent = getattr(x, "parent_node", None)
+        if full_key and type(x).__name__ in ("ConfigAttributeError", "ConfigKeyError"):
+            prefix, _, key = str(full_key).rpartition(".")
+            valid = [str(k) for k in parent] if isinstance(parent, DictConfig) else []
+            close = difflib.get_close_matches(key, valid, n=1, cutoff=0.6)
+            hint = f" (did you mean {prefix + '.' if prefix else ''}{close[0]}?)" if close else ""
+            return f"{full_key}: no such key{hint}"
+        if full_key and type(x).__name__ == "ValidationError":
+            return f"{full_key}: {(str(x).strip().splitlines() or [''])[0]}"
+        x = x.__cause__ or x.__context__
+    options = getattr(e, "options", None)
+    if type(e).__name__ == "MissingConfigException" and options:
+        return f"{first} (choose from {', '.join(sorted(options))})"
+    return first
+
+
+def extra_keys(cfg: Any, prefix: str = "") -> list[str]:
+    """Keys of a composed config that its schema does not have (Hydra's ``+key=value`` adds them to a typed
+    node without complaint): every one is a typo or a setting nothing reads. Each as ``key`` or ``key (did
+    you mean other?)``."""
+    import dataclasses
+    import difflib
+
+    from omegaconf import DictConfig, OmegaConf
+
+    out: list[str] = []
+    if not isinstance(cfg, DictConfig):
+        return out
+    kind = OmegaConf.get_type(cfg)
+    fields = {f.name for f in dataclasses.fields(kind)} if kind and dataclasses.is_dataclass(kind) else None
+    for key in cfg:
+        name = f"{prefix}{key}"
+        if fields is not None and key not in fields:
+            close = difflib.get_close_matches(str(key), sorted(fields), n=1, cutoff=0.6)
+            out.append(f"{name} (did you mean {prefix}{close[0]}?)" if close else name)
+            continue
+        child = cfg._get_node(key)
+        if isinstance(child, DictConfig):
+            out += extra_keys(child, name + ".")
+    return out
 
 
 NOISY_LOGGERS = ("faiss", "sentence_transformers", "transformers", "peft", "accelerate", "gensim")

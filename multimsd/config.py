@@ -38,153 +38,21 @@ class EmbedderConfig:
     cache_embeddings: bool = True
 
 
-# ------------------------------------------------------------------ lexical aligner (Adduru et al. 2018)
-@dataclass
-class ParaphraseConfig:
-    # Siamese BiLSTM paraphrase identifier (Adduru et al. section 2.3). Trained with
-    # ``align.py mode=train_paraphrase``; when ``model_path`` is set its probability is the 12th lexical score.
-    model_path: str | None = None
-    # Sentence pairs to train on: TSV/JSONL (s1, s2[, label][, lang]); rows without a label are paraphrases
-    # and random pairs are added as negatives until the classes balance. null = the bundled sample's gold pairs.
-    train_path: str | None = None
-    output_dir: str = "outputs/paraphrase"
-    # Language of rows that carry none (it picks the word tokenizer: MeCab for ja, characters for zh).
-    default_lang: str = "en"
-    # Word vectors in word2vec format (text: "word v1 v2 ..."; binary with embeddings_binary=true), e.g. the
-    # paper's GoogleNews vectors. null = embeddings trained from scratch. Words missing from the file start at 0.
-    embeddings_path: str | None = None
-    embeddings_binary: bool = False
-    freeze_embeddings: bool = True  # keep pre-trained vectors fixed, as the paper does (ignored without them)
-    min_count: int = 1  # a training word seen fewer times is <unk>
-    # Paper: 300-d word2vec inputs, 3 stacked BiLSTMs of 300 units per arm, dense ReLU 300, at most 30 words.
-    embedding_dim: int = 300
-    hidden_size: int = 300
-    num_layers: int = 3
-    dense_size: int = 300
-    max_tokens: int = 30
-    # Paper: Adam with Nesterov momentum (NAdam), binary cross-entropy, batch 512, early stopping patience 3.
-    epochs: int = 50
-    batch_size: int = 512
-    lr: float = 0.002
-    patience: int = 3
-    # Split of the pairs, grouped by their first sentence so no sentence straddles train and evaluation.
-    valid_fraction: float = 0.1
-    test_fraction: float = 0.1
-    swap: bool = True  # add (s2, s1) for every pair: paraphrase is symmetric (paper)
-    seed: int = 42
-    device: str = "cpu"  # cpu | cuda | auto
-
-
-@dataclass
-class LexicalConfig:
-    # Pairs whose mean similarity lies in [aligner.threshold, max_mean] are aligned (paper: 0.5 <= mean <= 0.8;
-    # above 0.8 the two sentences are near copies, which teach a simplifier nothing).
-    max_mean: float = 0.8
-    # The string similarities averaged (multimsd.alignment.aligners.lexical.STRING_SCORES; default all 11). The
-    # paraphrase probability joins them as the 12th when paraphrase.model_path is set.
-    scores: list[str] = field(
-        default_factory=lambda: [
-            "levenshtein_char",
-            "levenshtein_word",
-            "damerau_levenshtein",
-            "osa",
-            "jaro_winkler",
-            "jaro_winkler_word",
-            "lcs",
-            "ngram4",
-            "cosine",
-            "jaccard",
-            "dice",
-        ]
-    )
-    workers: int = 1  # rapidfuzz threads per score matrix (-1 = all cores)
-    paraphrase: ParaphraseConfig = field(default_factory=ParaphraseConfig)
-
-
-# ------------------------------------------------------------------ classifier aligner (Cardon & Grabar)
-@dataclass
-class ClassifierConfig:
-    # A trained random forest (a directory written through `save_dir`); null = train one on `train_gold` first.
-    model_path: str | None = None
-    # Gold alignments to train on (our gold JSONL or a DEplain directory); null = the bundled sample gold.
-    # Only its article pairs in data.languages are used.
-    train_gold: str | None = None
-    # Save a freshly trained model here (a directory; reuse it with model_path=<dir>); null = do not save.
-    save_dir: str | None = None
-    # Random forest (scikit-learn); seeded with the top-level `seed`. n_jobs=-1: every core.
-    n_estimators: int = 100
-    max_depth: int | None = None
-    min_samples_leaf: int = 1
-    n_jobs: int = -1
-    # Training negatives per positive, sampled from the non-gold pairs; null = all of them (the real data).
-    negative_ratio: float | None = None
-    # n:m gold items: "positive" = each member pair is a positive; "ignore" = member pairs are neither
-    # positives nor negatives (left out of training and of the imbalance experiment's scores).
-    nm_gold: str = "positive"
-    # Word vectors for WAVG / CWASA: a word2vec-format file, or null = train word2vec on the corpus itself.
-    w2v_path: str | None = None
-    w2v_binary: bool = False
-    w2v_dim: int = 50
-    w2v_window: int = 5
-    w2v_min_count: int = 1
-    w2v_epochs: int = 20
-    # mode=imbalance (Cardon & Grabar): negatives:positives ratios, repeats per ratio, held-out share.
-    ratios: list[float] = field(
-        default_factory=lambda: [1.0, 10.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 3000.0]
-    )
-    repeats: int = 50
-    test_fraction: float = 1 / 3
-    # mode=imbalance: the imbalance experiment's report directory.
-    report_dir: str = "outputs/classifier"
-
-
-# ------------------------------------------------------------------ n:m aligner (beyond the paper)
-@dataclass
-class NmConfig:
-    # Blocks of 1..max_complex consecutive complex and 1..max_simple consecutive simple sentences are scored
-    # against each other (cosine of the embeddings of the concatenated sentences).
-    max_complex: int = 2
-    max_simple: int = 6
-    # dp: monotone dynamic programme with skips (default); greedy: order-free, seeds + greedy block selection.
-    search: str = "dp"
-    # What a block pair is worth: margin (its cosine minus the mean cosine of its two blocks with the other
-    # article, so that every article is on one scale; default) or cosine (the plain cosine: then floor, its
-    # grid and θ are cosines, e.g. floor=0.85 floor_grid=[0.75,0.8,0.85,0.9] aligner.threshold=0.9).
-    score: str = "margin"
-    # dp: a block pair scores score - floor (a skipped complex sentence 0, a skipped simple one -skip_simple),
-    # so pairs below the floor are never taken. Subtracted per sentence beyond 1:1: penalty (negative: a bonus
-    # for splits). θ (aligner.threshold) applies to the block score.
-    # Defaults (align mode): the best sum of validation-half F1 over DEplain dev and the bundled sample gold.
-    floor: float = 0.0
-    penalty: float = 0.02
-    skip_simple: float = 0.0
-    # concat: embed the concatenated text (cached like sentences); mean: the normalised mean of the member
-    # sentences' embeddings (no extra encoding, cruder).
-    block_embedding: str = "concat"
-    # Gold mode: choose floor, penalty and skip_simple on the validation half (best F1 over θ) from these
-    # grids; align mode uses floor / penalty / skip_simple as given.
-    tune_on_gold: bool = True
-    floor_grid: list[float] = field(default_factory=lambda: [-0.02, 0.0, 0.02, 0.04])
-    penalty_grid: list[float] = field(default_factory=lambda: [0.0, 0.02])
-    skip_simple_grid: list[float] = field(default_factory=lambda: [0.0, 0.02])
-    # greedy only: grow each taken block by free neighbours whose nearest sentence lies inside it (splits).
-    absorb: bool = True
-
-
 @dataclass
 class AlignerConfig:
-    # symmetric: mutual argmax (precision); asymmetric: union of both argmax directions (recall);
-    # margin: mutual argmax of the ratio margin score (LASER-style), threshold applied to the margin;
-    # lexical: mean of string similarities in a band (Adduru et al.); classifier: random forest over pair
-    # features (Cardon & Grabar), threshold applied to its probability. Any name registered with
-    # multimsd.alignment.aligners.register_aligner works too (a plugin's: plugins=[its_module]).
+    """What every aligner shares. An aligner's own options are a subclass of this dataclass in the aligner's
+    module, registered with the aligner as the config group option ``aligner=<name>`` (Hydra's ConfigStore; see
+    multimsd.alignment.aligners.registry), so its keys are typed and checked at start-up like these."""
+
+    # Which registered aligner runs (set by aligner=<name>): symmetric, asymmetric, margin (MultiMSD's
+    # embedding aligners), lexical (Adduru et al.), classifier (Cardon & Grabar), nm (n:m blocks), or a
+    # plugin's (register_aligner, plugins=[its_module]).
     method: str = "symmetric"
+    # θ: a candidate pair is kept when its score passes it (the aligner's score: cosine, margin, probability...).
     threshold: float = 0.7
-    margin_k: int = 4  # neighbours for the margin score
-    use_faiss: bool = True
-    lexical: LexicalConfig = field(default_factory=LexicalConfig)
-    classifier: ClassifierConfig = field(default_factory=ClassifierConfig)
-    nm: NmConfig = field(default_factory=NmConfig)
+    # The θ values gold mode (mode=gold) tunes over on the validation half; each aligner's options set a grid
+    # over its own score. This default covers a score in [0, 1].
+    threshold_grid: list[float] = field(default_factory=lambda: [round(0.05 * i, 2) for i in range(1, 20)])
 
 
 @dataclass
@@ -237,22 +105,10 @@ class GoldConfig:
     # (indices may be lists for n:m gold), or a DEplain-style directory. null = the bundled sample gold.
     path: str | None = None
     # Gold article ids are split in two halves: θ is tuned on one, reported on the other (paper: 10 + 10).
+    # Each aligner tunes θ over its own grid (aligner.threshold_grid; other methods' defaults).
     valid_fraction: float = 0.5
-    thresholds: list[float] = field(default_factory=lambda: [round(0.5 + 0.05 * i, 2) for i in range(10)])
-    # The margin score is a ratio around 1, so it gets its own grid.
-    margin_thresholds: list[float] = field(
-        default_factory=lambda: [round(0.9 + 0.025 * i, 3) for i in range(17)]
-    )
-    nm_thresholds: list[float] = field(
-        # aligner=nm's θ grid: block margins -0.05 .. 0.20 (aligner.nm.score=margin, the default), then block
-        # cosines 0.70 .. 0.98 (score=cosine); each score type finds its optimum in its own part.
-        default_factory=lambda: (
-            [round(-0.05 + 0.01 * i, 2) for i in range(26)] + [round(0.7 + 0.01 * i, 2) for i in range(29)]
-        )
-    )
-    # lexical (mean similarity) and classifier (probability) scores lie in [0, 1]: a grid over all of it.
-    score_thresholds: list[float] = field(default_factory=lambda: [round(0.05 * i, 2) for i in range(1, 20)])
     # Any registered aligners; add lexical / classifier to compare the papers' older aligners on the same gold.
+    # An aligner other than the chosen one (aligner=...) runs with its default options.
     methods: list[str] = field(default_factory=lambda: ["symmetric", "asymmetric", "margin"])
     # Score against the 1:1 gold pairs only (an argmax aligner can only ever produce 1:1 pairs).
     only_1to1: bool = False

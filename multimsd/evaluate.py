@@ -9,21 +9,34 @@ This module is ``multimsd.evaluate``: it never shadows the 🤗 ``evaluate`` pac
 
 from __future__ import annotations
 
+import sys
+
 import hydra
 from omegaconf import DictConfig
 
+from multimsd.cli import preload_plugins
 from multimsd.config import register_configs
 from multimsd.paths import conf_dir
+from multimsd.pipeline.cli import check_command_line
 
 register_configs()
 
 
 @hydra.main(version_base="1.3", config_path=str(conf_dir()), config_name="evaluate")
-def main(cfg: DictConfig) -> None:
+def hydra_main(cfg: DictConfig) -> None:
     from multimsd.cli import run_stage
     from multimsd.evaluation.stage import run
 
     run_stage(run, cfg)
+
+
+def main() -> None:
+    """The command: plugins named on the command line (``plugins=[…]``) are imported first, so the options
+    they register are part of the schema Hydra composes and checks; the command line is checked before
+    anything runs (one error line and exit 2 for a misspelt key, with or without ``+``)."""
+    preload_plugins()
+    check_command_line("evaluate", sys.argv[1:])
+    return hydra_main()
 
 
 if __name__ == "__main__":

@@ -7,24 +7,38 @@ A thin Hydra entry point around :func:`multimsd.training.loop.run`; the configs 
 
 from __future__ import annotations
 
+import sys
+
 import hydra
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig
 
+import multimsd.training.kinds  # noqa: F401  (registers every model kind and its options: model=<kind>)
+from multimsd.cli import preload_plugins
 from multimsd.paths import conf_dir
+from multimsd.pipeline.cli import check_command_line
 from multimsd.training.config import TrainConfig
 
 ConfigStore.instance().store(name="train_schema", node=TrainConfig)
 
 
 @hydra.main(version_base="1.3", config_path=str(conf_dir()), config_name="train")
-def main(cfg: DictConfig) -> float | None:
+def hydra_main(cfg: DictConfig) -> float | None:
     from multimsd.cli import run_stage
     from multimsd.training.loop import run
 
     results = run_stage(run, cfg)
     # The value a Hydra sweeper optimises: the paper's model-selection criterion.
     return (results.get("after") or {}).get("mean_sari_bleu")
+
+
+def main() -> float | None:
+    """The command: plugins named on the command line (``plugins=[…]``) are imported first, so the options
+    they register are part of the schema Hydra composes and checks; the command line is checked before
+    anything runs (one error line and exit 2 for a misspelt key, with or without ``+``)."""
+    preload_plugins()
+    check_command_line("train", sys.argv[1:])
+    return hydra_main()
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ from multimsd.alignment.aligners.registry import all_modes, check_threshold
 from multimsd.alignment.goldmode import evaluate_gold
 from multimsd.alignment.match import Match
 from multimsd.alignment.stage import run, to_config
-from multimsd.config import GoldConfig
+from multimsd.config import AlignConfig, AlignerConfig
 from multimsd.errors import MultimsdError
 from multimsd.gold import load_gold_docs
 
@@ -45,15 +45,16 @@ class Diagonal(Aligner):
 # ---------------------------------------------------------------------------------------------- dispatch
 def test_builtins_are_registered_with_their_grids_and_inputs():
     assert set(ALIGNERS) >= BUILTINS
-    gold = GoldConfig()
+    cfg = AlignConfig()  # the shared options only: each aligner's grid is its own default
     for name in ("symmetric", "asymmetric"):
         assert isinstance(get_aligner(name), EmbeddingAligner) and get_aligner(name).name == name
-        assert get_aligner(name).thresholds(gold) == gold.thresholds
-    assert get_aligner("margin").thresholds(gold) == gold.margin_thresholds
+        assert get_aligner(name).thresholds(cfg) == [0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95]
+    margin = get_aligner("margin").thresholds(cfg)
+    assert len(margin) == 17 and margin[:3] == [0.9, 0.925, 0.95] and margin[-1] == 1.3
     assert isinstance(get_aligner("lexical"), LexicalAligner)
     assert isinstance(get_aligner("classifier"), ClassifierAligner)
     for name in ("lexical", "classifier"):
-        assert get_aligner(name).thresholds(gold) == gold.score_thresholds
+        assert get_aligner(name).thresholds(cfg) == [round(0.05 * i, 2) for i in range(1, 20)]
         assert get_aligner(name).needs == "sentences"
     assert {get_aligner(n).needs for n in ("symmetric", "asymmetric", "margin")} == {"embeddings"}
     assert [a.name for a in ALIGNERS.values() if a.emits_n_to_m] == ["nm"]
@@ -160,7 +161,12 @@ def test_gold_mode_runs_a_registered_aligner_without_an_embedder(registry):
     res = evaluate_gold(cfg, load_gold_docs(None))
     assert list(res["methods"]) == ["diagonal", "recorder"]
     curve = res["methods"]["diagonal"]["en"]["valid_curve"]
-    assert [p["threshold"] for p in curve] == cfg.gold.score_thresholds  # the default grid of a [0, 1] score
+    # an aligner without options of its own: AlignerConfig's grid over a [0, 1] score
+    assert (
+        [p["threshold"] for p in curve]
+        == AlignerConfig().threshold_grid
+        == [round(0.05 * i, 2) for i in range(1, 20)]
+    )
     assert seen["gold_train"] == set(res["valid_articles"])  # the validation half only, never the test half
 
 

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from multimsd.alignment.aligners import get_aligner
+from multimsd.alignment.aligners.embedding import EmbeddingAlignerConfig
 from multimsd.alignment.filters import filter_pairs
 from multimsd.alignment.goldscore import sweep
 from multimsd.alignment.match import Match, match_matrix
@@ -81,8 +82,7 @@ def embeddings(sim: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def ours(method: str, theta: float, use_faiss: bool) -> list[Match]:
-    cfg = AlignConfig()
-    cfg.aligner.use_faiss = use_faiss
+    cfg = AlignConfig(aligner=EmbeddingAlignerConfig(method=method, use_faiss=use_faiss))
     aligner = get_aligner(method)
     c_vecs, s_vecs = embeddings(SIM)
     return [m for m in aligner.score_article(c_vecs, s_vecs, "en", cfg) if aligner.keeps(m.score, theta)]

@@ -79,7 +79,9 @@ def test_missing_file(tmp_path):
         ({"data__languages": ["de"]}, "no article pairs in languages de"),
         ({"mode": "train"}, "mode="),
         ({"output__push_to_hub": True}, "needs output.hub_repo_id"),
-        ({"aligner__margin_k": 0}, "margin_k"),
+        ({"aligner__method": "margin", "aligner__margin_k": 0}, "margin_k=0: must be >= 1"),
+        # an option of another aligner: not in the options of symmetric (aligner=margin has it)
+        ({"aligner__margin_k": 4}, "margin_k"),
     ],
 )
 def test_bad_options(tmp_path, over, message):

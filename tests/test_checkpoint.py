@@ -44,7 +44,7 @@ def saved_keys(ckpt):
 
 def test_lora_checkpoint_holds_the_adapter_and_resume_is_exact(tmp_path, monkeypatch):
     from multimsd.training import loop
-    from multimsd.training.config import ModelSettings
+    from multimsd.training.kinds.transformer import TransformerModelSettings as ModelSettings
     from multimsd.training.modeling import load_model_and_tokenizer
 
     ref = loop.run(lora_cfg(tmp_path, "ref"))

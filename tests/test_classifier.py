@@ -11,6 +11,7 @@ from conftest import run_cli
 from gensim.models import KeyedVectors
 
 from multimsd.alignment.aligners import classifier as clf
+from multimsd.alignment.aligners.classifier import ClassifierConfig
 from multimsd.alignment.aligners.features import (
     FEATURE_NAMES,
     article_features,
@@ -20,7 +21,6 @@ from multimsd.alignment.aligners.features import (
     train_word_vectors,
 )
 from multimsd.alignment.goldscore import PRF, split_gold_ids
-from multimsd.config import ClassifierConfig
 from multimsd.errors import MultimsdError
 from multimsd.gold import GoldDoc, load_gold_docs
 
@@ -278,6 +278,7 @@ def test_cli_gold_mode(tmp_path, python, repo_root):
         "mode=gold",
         "gold.methods=[classifier]",
         "data.languages=[en]",
+        "aligner=classifier",  # its options (a smaller forest) apply where aligner=classifier
         "aligner.classifier.n_estimators=30",
         f"gold.report_dir={report}",
     )

@@ -53,7 +53,7 @@ def test_shared_prefix_lengths_by_hand():
 
 # ---------------------------------------------------------------------------------------------- LoRA merge
 def tiny_llama_lora(dtype="float32", seed=0):
-    from multimsd.training.config import ModelSettings
+    from multimsd.training.kinds.transformer import TransformerModelSettings as ModelSettings
     from multimsd.training.modeling import load_model_and_tokenizer
 
     ms = ModelSettings(name="tiny_llama", kind="causal", pretrained="tiny:llama", dtype=dtype)

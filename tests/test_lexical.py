@@ -10,13 +10,13 @@ from conftest import run_cli
 
 from multimsd.alignment.aligners.lexical import (
     STRING_SCORES,
+    LexicalConfig,
     char_ngrams,
     lexical_matches,
     mean_similarity,
     pair_similarities,
     score_matrices,
 )
-from multimsd.config import LexicalConfig
 from multimsd.errors import MultimsdError
 from multimsd.gold import load_gold_docs
 

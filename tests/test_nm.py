@@ -6,10 +6,16 @@ import numpy as np
 import pytest
 
 from multimsd.alignment.aligners import get_aligner
-from multimsd.alignment.aligners.nm import align_blocks, block_text, check_nm_config, mean_blocks, spans
+from multimsd.alignment.aligners.nm import (
+    NmConfig,
+    align_blocks,
+    block_text,
+    check_nm_config,
+    mean_blocks,
+    spans,
+)
 from multimsd.alignment.goldscore import score_doc, subsets, sweep
 from multimsd.alignment.match import Match
-from multimsd.config import NmConfig
 from multimsd.errors import MultimsdError
 from multimsd.gold import GoldDoc
 
@@ -128,11 +134,15 @@ def test_nm_gold_scoring_exact_member_sets():
 
 
 def test_registered_with_its_own_grid_and_checks():
-    from multimsd.config import GoldConfig
+    from multimsd.config import AlignConfig
 
     nm = get_aligner("nm")
     assert nm.emits_n_to_m and nm.needs == "sentences" and not nm.strict_threshold
-    assert nm.thresholds(GoldConfig()) == GoldConfig().nm_thresholds
+    # its own θ grid: block margins -0.05 .. 0.20, then block cosines 0.70 .. 0.98, whatever aligner= says
+    grid = nm.thresholds(AlignConfig())
+    assert len(grid) == 26 + 29 and grid[:3] == [-0.05, -0.04, -0.03] and grid[25] == 0.2
+    assert grid[26:28] == [0.7, 0.71] and grid[-1] == 0.98
+    assert nm.default_options().threshold == 0.01 and nm.default_options().nm.max_simple == 6
     with pytest.raises(MultimsdError, match="max_simple"):
         check_nm_config(NmConfig(max_simple=0))
     with pytest.raises(MultimsdError, match="search"):
@@ -159,12 +169,12 @@ def test_gold_mode_tunes_floor_and_penalty_on_the_validation_gold(monkeypatch, g
     monkeypatch.setattr(
         nm, "block_vectors", lambda docs, cfg, *stats: [(C_BLOCKS, C_VECS, S_BLOCKS, S_VECS)] * len(docs)
     )
-    cfg = AlignConfig()
+    cfg = AlignConfig(aligner=nm.NmAlignerConfig())
     cfg.aligner.nm.score = "cosine"
     cfg.aligner.nm.floor_grid = [0.5]
     cfg.aligner.nm.penalty_grid = [0.0, 0.2]
     cfg.aligner.nm.skip_simple_grid = [0.0]
-    cfg.gold.nm_thresholds = [0.0]
+    cfg.aligner.threshold_grid = [0.0]
     doc = GoldDoc("a", "en", ["c0"], ["s0", "s1"], {gold_item})
     assert nm.tune_on_gold([doc], cfg) == expected
     [m] = get_aligner("nm").candidates([(doc.complex, doc.simple)], ["en"], cfg, gold_train=[doc])[0:1][0]

@@ -55,8 +55,8 @@ def test_packing_needs_aligned_labels():
 
 def test_attention_stays_within_each_example(tmp_path):
     """The packed row's logits are each example's own logits, as if it were alone (tiny Llama, sdpa)."""
-    from multimsd.training.config import ModelSettings
     from multimsd.training.forward import model_inputs
+    from multimsd.training.kinds.transformer import TransformerModelSettings as ModelSettings
     from multimsd.training.modeling import load_model_and_tokenizer
 
     model, _ = load_model_and_tokenizer(

@@ -11,6 +11,7 @@ from conftest import run_cli as run_align
 
 from multimsd.alignment.aligners.lexical import (
     STRING_SCORES,
+    LexicalConfig,
     lexical_matches,
     mean_similarity,
     score_matrices,
@@ -27,7 +28,7 @@ from multimsd.alignment.aligners.paraphrase import (
     save_paraphrase_model,
     train_paraphrase,
 )
-from multimsd.config import LexicalConfig, ParaphraseConfig
+from multimsd.alignment.aligners.paraphrase_config import ParaphraseConfig
 from multimsd.errors import MultimsdError
 
 TINY = {"embedding_dim": 16, "hidden_size": 8, "dense_size": 8, "num_layers": 1, "batch_size": 32, "lr": 0.01}
@@ -257,6 +258,7 @@ def test_cli_missing_train_file(tmp_path, python, repo_root):
         python,
         repo_root,
         "mode=train_paraphrase",
+        "aligner=lexical",  # the mode and its options belong to the lexical aligner
         f"aligner.lexical.paraphrase.train_path={tmp_path / 'nope.tsv'}",
         f"aligner.lexical.paraphrase.output_dir={out}",
     )
@@ -284,7 +286,7 @@ def test_bad_input_is_one_error_line(case, tmp_path, toy_tsv, capsys):
         out.mkdir()
         (out / "precious.txt").write_text("not ours")
         expect = "refusing to overwrite"
-    cfg = {"mode": "train_paraphrase", "aligner": {"lexical": {"paraphrase": para}}}
+    cfg = {"mode": "train_paraphrase", "aligner": {"method": "lexical", "lexical": {"paraphrase": para}}}
     with pytest.raises(SystemExit) as exit_info:
         run_stage(run, cfg)
     assert exit_info.value.code == 2

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from multimsd.errors import MultimsdError
-from multimsd.training.config import ModelSettings
+from multimsd.training.kinds.transformer import TransformerModelSettings as ModelSettings
 from multimsd.training.modeling import load_model_and_tokenizer
 
 

@@ -66,7 +66,7 @@ def test_epoch_generation_is_capped_and_final_predictions_are_whole(tmp_path):
 
 
 def test_weights_change_and_lora_only(tmp_path):
-    from multimsd.training.config import ModelSettings
+    from multimsd.training.kinds.transformer import TransformerModelSettings as ModelSettings
     from multimsd.training.modeling import load_model_and_tokenizer
 
     ms = ModelSettings(name="tiny_llama", kind="causal", pretrained="tiny:llama")

@@ -61,7 +61,7 @@ def evaluate_gold(cfg: AlignConfig, docs: list[GoldDoc]) -> dict:
         inputs = vecs if aligner.needs == "embeddings" else pairs
         cands = aligner_candidates(aligner, inputs, [d.lang for d in docs], cfg, gold_train=gold_train)
         by_doc = {(d.article_id, d.lang): ms for d, ms in zip(docs, cands)}
-        grid = aligner.thresholds(cfg.gold)
+        grid = aligner.thresholds(cfg)
         per_lang = {}
         for lang in [*langs, "all"] if len(langs) > 1 else langs:
             ldocs = [d for d in docs if lang in ("all", d.lang)]

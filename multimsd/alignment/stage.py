@@ -25,9 +25,10 @@ import os
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from multimsd import LANGUAGES
-from multimsd.alignment.aligners import aligner_candidates, all_modes, check_threshold, get_aligner
+from multimsd.alignment.aligners import ALIGNERS, aligner_candidates, all_modes, check_threshold, get_aligner
 from multimsd.alignment.aligners.registry import STAGE_MODES
 from multimsd.alignment.embed.shard import current_shard
 from multimsd.alignment.encode import embed_documents, make_embedder, segment_pairs
@@ -43,12 +44,27 @@ log = logging.getLogger(__name__)
 
 
 def to_config(cfg: AlignConfig | DictConfig | dict) -> AlignConfig:
-    """Accept a Hydra DictConfig, a plain dict or an AlignConfig; return a validated AlignConfig."""
+    """Accept a Hydra DictConfig, a plain dict or an AlignConfig; return a validated AlignConfig.
+
+    ``aligner`` holds the options of the aligner it names: a Hydra config already has them (``aligner=nm``);
+    for a plain dict (``{"aligner": {"method": "nm", "nm": {...}}}``) the named aligner's options are the
+    schema its keys are merged into, so they are checked like on the command line."""
     if isinstance(cfg, AlignConfig):
         return cfg
+    user = cfg if isinstance(cfg, DictConfig) else OmegaConf.create(cfg)
     base = OmegaConf.structured(AlignConfig)
-    merged = OmegaConf.merge(base, cfg if isinstance(cfg, DictConfig) else OmegaConf.create(cfg))
-    return OmegaConf.to_object(merged)
+    typed = isinstance(user.get("aligner"), DictConfig) and OmegaConf.get_type(user.aligner) not in (
+        None,
+        dict,
+    )
+    if not typed:
+        method = OmegaConf.select(user, "aligner.method", default=None) or base.aligner.method
+        if method in ALIGNERS:
+            base.aligner = ALIGNERS[method].default_options()
+    try:
+        return OmegaConf.to_object(OmegaConf.merge(base, user))
+    except OmegaConfBaseException as e:  # a key outside the schema, a value of the wrong type
+        raise MultimsdError(f"align config: {str(e).strip().splitlines()[0]}") from None
 
 
 def check_config(cfg: AlignConfig) -> None:
@@ -62,8 +78,6 @@ def check_config(cfg: AlignConfig) -> None:
     check_languages(list(cfg.data.languages))
     if cfg.output.push_to_hub and not cfg.output.hub_repo_id:
         raise MultimsdError("output.push_to_hub=true needs output.hub_repo_id=<user>/<name>")
-    if cfg.aligner.margin_k < 1:
-        raise MultimsdError(f"aligner.margin_k={cfg.aligner.margin_k}: must be >= 1")
     if cfg.mode != "align" and int(os.environ.get("WORLD_SIZE", "1")) > 1:
         # Only align mode shards its work; N processes of another mode would each write the same outputs.
         raise MultimsdError(f"mode={cfg.mode} runs in one process: start it with `python align.py`")

@@ -110,6 +110,49 @@ def config_dir_option(args: list[str]) -> tuple[str | None, list[str]]:
     return found, rest
 
 
+def check_command_line(config_name: str, argv: list[str]) -> None:
+    """Compose the stage's config from ``argv`` as the command will, before Hydra runs it: a key outside the
+    schema (with or without ``+``), a value of the wrong type or an unknown preset is one ``error:`` line naming
+    it, and exit status 2, before anything is written. A sweep (``-m a=1,2``) is checked with its first
+    value; ``hydra.*`` settings and ``--help`` are left to Hydra."""
+    from hydra._internal.utils import get_args_parser
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from multimsd.errors import MultimsdError
+    from multimsd.pipeline.run import compose
+
+    args, _ = get_args_parser().parse_known_args(argv)
+    if (
+        args.help
+        or args.hydra_help
+        or args.info
+        or args.shell_completion
+        or args.config_name
+        or args.config_path
+    ):
+        return
+    overrides: list[str] = []
+    try:
+        for o in OverridesParser.create().parse_overrides(list(args.overrides)):
+            if o.key_or_group.split("/")[0].split(".")[0] == "hydra":
+                continue
+            if o.is_sweep_override():
+                first = next(iter(o.sweep_string_iterator()), None)
+                if first is None:
+                    continue
+                overrides.append(f"{o.get_key_element()}={first}")
+            else:
+                overrides.append(o.input_line)
+        compose(config_name, overrides, search=[args.config_dir] if args.config_dir else [])
+    except MultimsdError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+    except Exception as e:  # a malformed override: Hydra's parser message, first line
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        print(f"error: {config_name} command line: {first}", file=sys.stderr)
+        sys.exit(2)
+
+
 def run_stage_command(name: str, args: list[str]) -> None:
     """``multimsd align|train|evaluate …``: the stage's own Hydra entry point, with Hydra's command line."""
     import importlib
@@ -139,7 +182,7 @@ def main(argv: list[str] | None = None) -> None:
     args = [a for a in args if a != "--cfg"]
     user_dir, args = config_dir_option(args)
 
-    from multimsd.cli import run_stage
+    from multimsd.cli import preload_plugins, run_stage
 
     def go(_cfg) -> dict | None:
         from omegaconf import OmegaConf
@@ -190,6 +233,9 @@ def main(argv: list[str] | None = None) -> None:
         return results
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", datefmt="%H:%M:%S")
+    # Plugins named on the command line (plugins=, align.plugins=, …) and installed ones register their options
+    # before any config is composed.
+    preload_plugins(args)
     run_stage(go, None)
 
 

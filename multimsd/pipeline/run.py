@@ -34,6 +34,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from multimsd.cli import config_error_line, extra_keys
 from multimsd.errors import MultimsdError
 from multimsd.metrics.bootstrap import BOOTSTRAP_METRICS
 from multimsd.paths import conf_dir
@@ -87,17 +88,47 @@ def compose(
         overrides.append(f"hydra.searchpath=[{quoted}]")
     try:
         with initialize_config_dir(version_base="1.3", config_dir=str(where), job_name="multimsd_run"):
-            return hydra_compose(config_name=config_name, overrides=overrides)
+            cfg = hydra_compose(config_name=config_name, overrides=overrides)
     except (HydraException, OmegaConfBaseException) as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise MultimsdError(f"{config_name} config: {first}") from None
+        raise MultimsdError(f"{config_name} config: {config_error_line(e)}{_owner_hint(e)}") from None
     finally:
         GlobalHydra.instance().clear()
+    extra = extra_keys(cfg)
+    if extra:
+        raise MultimsdError(f"{config_name} config: no such key: +{extra[0]}")
+    return cfg
+
+
+def _owner_hint(e: BaseException) -> str:
+    """For a key that belongs to another component's options (``aligner.classifier.*`` while aligner=symmetric,
+    ``model.lstm.*`` with a transformers model): which config group option has it."""
+    from hydra.core.config_store import ConfigStore
+
+    x: BaseException | None = e
+    while x is not None and not getattr(x, "full_key", None):
+        x = x.__cause__ or x.__context__
+    if x is None:
+        return ""
+    group, _, rest = str(x.full_key).partition(".")
+    field = rest.split(".")[0]
+    entries = ConfigStore.instance().repo.get(group)
+    if not field or not isinstance(entries, dict):
+        return ""
+    for name, entry in entries.items():
+        node = getattr(entry, "node", None)
+        if name.endswith(".yaml") and isinstance(node, DictConfig) and field in node:
+            option = name.removesuffix(".yaml")
+            return f"; {group}.{field} is an option of {group}={option}: add {group}={option}"
+    return ""
 
 
 def register_schemas() -> None:
+    """The stages' schemas, and every built-in aligner's and model kind's options (``aligner=<name>``,
+    ``model=<kind>``: registered by importing them)."""
     from hydra.core.config_store import ConfigStore
 
+    import multimsd.alignment.aligners  # noqa: F401
+    import multimsd.training.kinds  # noqa: F401
     from multimsd.config import register_configs
     from multimsd.pipeline.config import register_run_config
     from multimsd.training.config import TrainConfig

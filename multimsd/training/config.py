@@ -6,55 +6,23 @@ from dataclasses import dataclass, field
 
 from multimsd import LANGUAGES
 
-LLAMA_LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
-
-
-@dataclass
-class LoraSettings:
-    enabled: bool = False
-    r: int = 4
-    alpha: int = 8
-    dropout: float = 0.05
-    target_modules: list[str] = field(default_factory=lambda: list(LLAMA_LORA_TARGETS))
-
-
-@dataclass
-class LstmSettings:
-    """The word-level LSTM encoder-decoder (``model.kind=lstm``; Adduru et al. 2018, see multimsd.training.models.lstm)."""
-
-    embedding_size: int = 1024
-    hidden_size: int = 1024  # units per layer (per direction in the BiLSTM encoder); paper: 1024
-    encoder_layers: int = 3  # bidirectional
-    decoder_layers: int = 3
-    attention: str = "bahdanau"  # bahdanau (additive, TF's legacy attention_decoder) | luong (general)
-    input_feeding: bool = True
-    # Sampled softmax (Jean et al. 2015) in training: candidates per batch; 0 = full softmax. Validation loss
-    # and decoding always use the full softmax.
-    num_sampled: int = 512
-    sampler: str = "log_uniform"  # log_uniform (Zipfian over frequency-sorted ids, TF's default) | unigram
-    # Vocabularies: built from the training split; ids sorted by frequency; max_vocab_size includes the 4
-    # specials (<pad> <unk> <s> </s>).
-    lowercase: bool = False
-    max_vocab_size: int = 40000
-    min_count: int = 1
-    shared_vocab: bool | None = None  # null: shared when data.paraphrase (paper), separate otherwise
-
 
 @dataclass
 class ModelSettings:
-    name: str = "smollm2_lora"
+    """What every model kind shares. A kind's own options are a subclass of this dataclass in the kind's module
+    (LoRA for the transformers kinds, the LSTM's sizes), registered with the kind as the config group option
+    ``model=<kind>``; the presets in conf/model/ start from one of them (multimsd.training.kinds.base)."""
+
+    name: str = "smollm2_lora"  # names the output directory of the default config
     # causal: decoder-only chat model (Llama, SmolLM2) with the instruction prompt, prompt masked from the
     # loss; seq2seq: mBART-50 with the language code on both sides; lstm: the word-level LSTM encoder-decoder
-    # trained from scratch (settings in `lstm`).
+    # trained from scratch. Set by model=<preset or kind>.
     kind: str = "causal"  # any registered model kind (multimsd.training.kinds), a plugin's too
     # A Hub id, a local directory, or an offline builder: "offline:smollm2", "tiny:llama", "tiny:mbart".
     # kind=lstm: "scratch" (vocabularies from the training split, random weights) or a saved LSTM directory.
     pretrained: str = "offline:smollm2"
-    lora: LoraSettings = field(default_factory=LoraSettings)
     dtype: str = "float32"  # float32 | bfloat16 | float16 (weights); mixed precision is Accelerate's
     dropout: float | None = None  # override the model's dropout (mBART in the paper: 0.1)
-    gradient_checkpointing: bool = False
-    lstm: LstmSettings = field(default_factory=LstmSettings)
 
 
 @dataclass

@@ -16,6 +16,14 @@ from multimsd.errors import MultimsdError
 log = logging.getLogger(__name__)
 
 
+def _lora(cfg):
+    """The LoRA settings of the run's model when it trains an adapter (a kind's own option), else None."""
+    from multimsd.training.kinds import get_kind
+
+    lora = getattr(get_kind(cfg.model.kind).settings(cfg.model), "lora", None)
+    return lora if lora is not None and lora.enabled else None
+
+
 def model_card(cfg, results: dict) -> str:
     from omegaconf import OmegaConf
 
@@ -26,8 +34,8 @@ def model_card(cfg, results: dict) -> str:
         rows.append(f"| test | {test.get('sari', float('nan')):.2f} | {test.get('bleu', float('nan')):.2f} |")
     langs = "\n".join(f"- {lang}" for lang in cfg.data.languages)
     config_yaml = OmegaConf.to_yaml(OmegaConf.structured(cfg))
-    lora = cfg.model.lora
-    how = f"with LoRA (r={lora.r}, alpha={lora.alpha})" if lora.enabled else "fully fine-tuned"
+    lora = _lora(cfg)
+    how = f"with LoRA (r={lora.r}, alpha={lora.alpha})" if lora else "fully fine-tuned"
     return f"""---
 language:
 {langs}
@@ -58,7 +66,7 @@ def prepare_upload(cfg, best_dir: Path, results: dict, target: Path) -> Path:
     """Write what gets uploaded into ``target``: the model (merged if asked) or adapter, tokenizer, card."""
     import shutil
 
-    if cfg.model.lora.enabled and cfg.hub.merge_lora:
+    if _lora(cfg) and cfg.hub.merge_lora:
         from multimsd.training.kinds import get_kind
 
         auto = get_kind(cfg.model.kind).peft_auto_class()  # peft's AutoPeftModelFor… of the kind

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import torch
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from multimsd.errors import MultimsdError
 from multimsd.fsutil import check_writable_dir
@@ -50,7 +51,7 @@ from multimsd.training.data import (
     write_jsonl,
 )
 from multimsd.training.forward import MicroBatchLoss, input_tokens
-from multimsd.training.kinds import ModelKind, get_kind
+from multimsd.training.kinds import MODEL_KINDS, ModelKind, get_kind
 from multimsd.training.modeling import load_model_and_tokenizer, model_path
 from multimsd.training.predict import generate, score_predictions
 
@@ -58,12 +59,23 @@ log = logging.getLogger(__name__)
 
 
 def to_train_config(cfg: TrainConfig | DictConfig | dict) -> TrainConfig:
+    """Accept a Hydra DictConfig, a plain dict or a TrainConfig; return a validated TrainConfig.
+
+    ``model`` holds the options of its kind: a Hydra config already has them (``model=tiny_llama`` starts from
+    ``model=causal``); for a plain dict the kind's options are the schema its keys are merged into (the shared
+    settings keep TrainConfig's defaults), so ``{"model": {"kind": "lstm", "lstm": {...}}}`` is checked too."""
     if isinstance(cfg, TrainConfig):
         return cfg
-    merged = OmegaConf.merge(
-        OmegaConf.structured(TrainConfig), cfg if isinstance(cfg, DictConfig) else OmegaConf.create(cfg)
-    )
-    return OmegaConf.to_object(merged)
+    user = cfg if isinstance(cfg, DictConfig) else OmegaConf.create(cfg)
+    base = OmegaConf.structured(TrainConfig)
+    typed = isinstance(user.get("model"), DictConfig) and OmegaConf.get_type(user.model) not in (None, dict)
+    kind_name = OmegaConf.select(user, "model.kind", default=None) or base.model.kind
+    if not typed and kind_name in MODEL_KINDS:
+        base.model = MODEL_KINDS[kind_name].settings(OmegaConf.to_object(base.model))
+    try:
+        return OmegaConf.to_object(OmegaConf.merge(base, user))
+    except OmegaConfBaseException as e:  # a key outside the schema, a value of the wrong type
+        raise MultimsdError(f"train config: {str(e).strip().splitlines()[0]}") from None
 
 
 def check_config(cfg: TrainConfig) -> None:

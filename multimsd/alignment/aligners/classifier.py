@@ -68,7 +68,7 @@ from multimsd.alignment.aligners.features import (
 from multimsd.alignment.aligners.registry import Aligner, check_unit_threshold, register_aligner
 from multimsd.alignment.goldscore import PRF
 from multimsd.alignment.match import Match
-from multimsd.config import AlignConfig, ClassifierConfig
+from multimsd.config import AlignConfig, AlignerConfig
 from multimsd.errors import MultimsdError
 from multimsd.fsutil import atomic_directory, check_replaceable
 from multimsd.gold import GoldDoc
@@ -84,6 +84,53 @@ PreparedDocs = list[tuple[list[Sentence], list[Sentence]]]
 
 
 # ---------------------------------------------------------------------------------------------- settings
+@dataclass
+class ClassifierConfig:
+    # A trained random forest (a directory written through `save_dir`); null = train one on `train_gold` first.
+    model_path: str | None = None
+    # Gold alignments to train on (our gold JSONL or a DEplain directory); null = the bundled sample gold.
+    # Only its article pairs in data.languages are used.
+    train_gold: str | None = None
+    # Save a freshly trained model here (a directory; reuse it with model_path=<dir>); null = do not save.
+    save_dir: str | None = None
+    # Random forest (scikit-learn); seeded with the top-level `seed`. n_jobs=-1: every core.
+    n_estimators: int = 100
+    max_depth: int | None = None
+    min_samples_leaf: int = 1
+    n_jobs: int = -1
+    # Training negatives per positive, sampled from the non-gold pairs; null = all of them (the real data).
+    negative_ratio: float | None = None
+    # n:m gold items: "positive" = each member pair is a positive; "ignore" = member pairs are neither
+    # positives nor negatives (left out of training and of the imbalance experiment's scores).
+    nm_gold: str = "positive"
+    # Word vectors for WAVG / CWASA: a word2vec-format file, or null = train word2vec on the corpus itself.
+    w2v_path: str | None = None
+    w2v_binary: bool = False
+    w2v_dim: int = 50
+    w2v_window: int = 5
+    w2v_min_count: int = 1
+    w2v_epochs: int = 20
+    # mode=imbalance (Cardon & Grabar): negatives:positives ratios, repeats per ratio, held-out share.
+    ratios: list[float] = field(
+        default_factory=lambda: [1.0, 10.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 3000.0]
+    )
+    repeats: int = 50
+    test_fraction: float = 1 / 3
+    # mode=imbalance: the imbalance experiment's report directory.
+    report_dir: str = "outputs/classifier"
+
+
+@dataclass
+class ClassifierAlignerConfig(AlignerConfig):
+    """``aligner=classifier`` (Cardon & Grabar): a random forest over sentence-pair features; θ is on its
+    positive-class probability. E.g. aligner.classifier.save_dir=models/rf keeps the trained forest (+ word
+    vectors), aligner.classifier.model_path=models/rf reuses it, aligner.classifier.train_gold=gold.jsonl trains
+    on your gold, mode=imbalance aligner.classifier.ratios=[1,10,100] runs the imbalance experiment."""
+
+    threshold: float = 0.5
+    classifier: ClassifierConfig = field(default_factory=ClassifierConfig)
+
+
 def check_classifier_config(c: ClassifierConfig) -> None:
     """Reject bad settings with one clear line, before anything is computed or written."""
     p = "aligner.classifier"
@@ -422,7 +469,7 @@ def classifier_matches(
     """
     from multimsd.gold import load_gold_docs
 
-    c = cfg.aligner.classifier
+    c = ClassifierAligner().settings(cfg).classifier
     check_classifier_config(c)
     prepared = prepare_docs(docs, langs)
     if gold_train is not None:
@@ -599,9 +646,9 @@ def run_imbalance(cfg: AlignConfig) -> dict:
     """``align.py mode=imbalance aligner=classifier``: the experiment on the training gold; writes the report."""
     from multimsd.gold import load_gold_docs
 
-    c = cfg.aligner.classifier
     if cfg.aligner.method != "classifier":
         raise MultimsdError("mode=imbalance is the classifier's experiment: add aligner=classifier")
+    c = ClassifierAligner().settings(cfg).classifier
     check_classifier_config(c)
     check_experiment_config(c)
     out = Path(c.report_dir).expanduser()
@@ -656,6 +703,7 @@ class ClassifierAligner(Aligner):
     """``aligner=classifier``: every sentence pair scored with the forest's P(aligned)."""
 
     name = "classifier"
+    options = ClassifierAlignerConfig
     needs = "sentences"
 
     def candidates(

@@ -56,20 +56,58 @@ import logging
 import math
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from rapidfuzz import process
 from rapidfuzz.distance import OSA, DamerauLevenshtein, Indel, JaroWinkler, LCSseq, Levenshtein
 from tqdm.auto import tqdm
 
+from multimsd.alignment.aligners.paraphrase_config import ParaphraseConfig
 from multimsd.alignment.aligners.registry import Aligner, check_unit_threshold, register_aligner
 from multimsd.alignment.aligners.words import sentence_words
 from multimsd.alignment.match import Match
-from multimsd.config import AlignConfig, LexicalConfig
+from multimsd.config import AlignConfig, AlignerConfig
 from multimsd.errors import MultimsdError
 
 log = logging.getLogger(__name__)
+
+
+@dataclass
+class LexicalConfig:
+    # Pairs whose mean similarity lies in [aligner.threshold, max_mean] are aligned (paper: 0.5 <= mean <= 0.8;
+    # above 0.8 the two sentences are near copies, which teach a simplifier nothing).
+    max_mean: float = 0.8
+    # The string similarities averaged (multimsd.alignment.aligners.lexical.STRING_SCORES; default all 11). The
+    # paraphrase probability joins them as the 12th when paraphrase.model_path is set.
+    scores: list[str] = field(
+        default_factory=lambda: [
+            "levenshtein_char",
+            "levenshtein_word",
+            "damerau_levenshtein",
+            "osa",
+            "jaro_winkler",
+            "jaro_winkler_word",
+            "lcs",
+            "ngram4",
+            "cosine",
+            "jaccard",
+            "dice",
+        ]
+    )
+    workers: int = 1  # rapidfuzz threads per score matrix (-1 = all cores)
+    paraphrase: ParaphraseConfig = field(default_factory=ParaphraseConfig)
+
+
+@dataclass
+class LexicalAlignerConfig(AlignerConfig):
+    """``aligner=lexical`` (Adduru et al. 2018): the mean of 12 string similarities (the 12th, the Siamese
+    BiLSTM paraphrase probability, when lexical.paraphrase.model_path is set), kept when
+    threshold <= mean <= lexical.max_mean."""
+
+    threshold: float = 0.5
+    lexical: LexicalConfig = field(default_factory=LexicalConfig)
+
 
 # The 11 string similarities, in the paper's order (the config's default lists them all, so `--cfg job` shows
 # them); "paraphrase" (the 12th) needs a trained model.
@@ -380,7 +418,7 @@ def _train_paraphrase(cfg: AlignConfig) -> dict:
     # The paraphrase model (torch) is only imported when this mode runs.
     from multimsd.alignment.aligners.paraphrase import run_train_paraphrase
 
-    return run_train_paraphrase(cfg)
+    return run_train_paraphrase(LexicalAligner().settings(cfg).lexical.paraphrase)
 
 
 @register_aligner
@@ -388,6 +426,7 @@ class LexicalAligner(Aligner):
     """``aligner=lexical``: the mean of the string similarities, kept in the band ``[θ, lexical.max_mean]``."""
 
     name = "lexical"
+    options = LexicalAlignerConfig
     needs = "sentences"
 
     def candidates(
@@ -402,7 +441,7 @@ class LexicalAligner(Aligner):
         # min_score = θ in align mode: on a full corpus the m x n candidates of every article pair would not
         # fit in memory; gold mode needs every candidate down to 0.
         return lexical_matches(
-            docs, langs, cfg.aligner.lexical, min_score=0.0 if min_score is None else min_score
+            docs, langs, self.settings(cfg).lexical, min_score=0.0 if min_score is None else min_score
         )
 
     def check_threshold(self, threshold: float) -> None:

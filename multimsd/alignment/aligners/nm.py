@@ -27,7 +27,8 @@ below ``floor`` is never worth taking and a split is taken when its concatenatio
 Each taken block pair is one :class:`~multimsd.alignment.match.Match` (first members ``i``, ``j``, sizes
 ``n_c``, ``n_s``) whose ``score`` is the block score (``cosine``: the plain block cosine); θ
 (``aligner.threshold``) filters on it afterwards, like every aligner. In gold mode (``tune_on_gold``)
-``floor``, ``penalty`` and ``skip_simple`` are first chosen on the validation half from their grids, like θ. Options: ``aligner.nm.*`` (:class:`multimsd.config.NmConfig`).
+``floor``, ``penalty`` and ``skip_simple`` are first chosen on the validation half from their grids, like θ. Options (``aligner=nm``): :class:`NmAlignerConfig`, its
+block settings under ``aligner.nm.*`` (:class:`NmConfig`).
 """
 
 from __future__ import annotations
@@ -35,13 +36,14 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from multimsd.alignment.aligners.registry import Aligner, register_aligner
 from multimsd.alignment.match import Match
-from multimsd.config import AlignConfig, GoldConfig, NmConfig
+from multimsd.config import AlignConfig, AlignerConfig
 from multimsd.errors import MultimsdError
 
 if TYPE_CHECKING:
@@ -53,6 +55,54 @@ Span = tuple[int, int]  # (first sentence, number of sentences)
 BLOCK_EMBEDDINGS = ("concat", "mean")
 SEARCHES = ("dp", "greedy")
 SCORES = ("margin", "cosine")
+
+
+@dataclass
+class NmConfig:
+    # Blocks of 1..max_complex consecutive complex and 1..max_simple consecutive simple sentences are scored
+    # against each other (cosine of the embeddings of the concatenated sentences).
+    max_complex: int = 2
+    max_simple: int = 6
+    # dp: monotone dynamic programme with skips (default); greedy: order-free, seeds + greedy block selection.
+    search: str = "dp"
+    # What a block pair is worth: margin (its cosine minus the mean cosine of its two blocks with the other
+    # article, so that every article is on one scale; default) or cosine (the plain cosine: then floor, its
+    # grid and θ are cosines, e.g. floor=0.85 floor_grid=[0.75,0.8,0.85,0.9] aligner.threshold=0.9).
+    score: str = "margin"
+    # dp: a block pair scores score - floor (a skipped complex sentence 0, a skipped simple one -skip_simple),
+    # so pairs below the floor are never taken. Subtracted per sentence beyond 1:1: penalty (negative: a bonus
+    # for splits). θ (aligner.threshold) applies to the block score.
+    # Defaults (align mode): the best sum of validation-half F1 over DEplain dev and the bundled sample gold.
+    floor: float = 0.0
+    penalty: float = 0.02
+    skip_simple: float = 0.0
+    # concat: embed the concatenated text (cached like sentences); mean: the normalised mean of the member
+    # sentences' embeddings (no extra encoding, cruder).
+    block_embedding: str = "concat"
+    # Gold mode: choose floor, penalty and skip_simple on the validation half (best F1 over θ) from these
+    # grids; align mode uses floor / penalty / skip_simple as given.
+    tune_on_gold: bool = True
+    floor_grid: list[float] = field(default_factory=lambda: [-0.02, 0.0, 0.02, 0.04])
+    penalty_grid: list[float] = field(default_factory=lambda: [0.0, 0.02])
+    skip_simple_grid: list[float] = field(default_factory=lambda: [0.0, 0.02])
+    # greedy only: grow each taken block by free neighbours whose nearest sentence lies inside it (splits).
+    absorb: bool = True
+
+
+@dataclass
+class NmAlignerConfig(AlignerConfig):
+    """``aligner=nm``: blocks of consecutive sentences, θ on the block score (margin by default)."""
+
+    # The best sum of validation-half F1 over DEplain dev and the bundled sample gold.
+    threshold: float = 0.01
+    threshold_grid: list[float] = field(
+        # Block margins -0.05 .. 0.20 (nm.score=margin, the default), then block cosines 0.70 .. 0.98
+        # (score=cosine); each score type finds its optimum in its own part.
+        default_factory=lambda: (
+            [round(-0.05 + 0.01 * i, 2) for i in range(26)] + [round(0.7 + 0.01 * i, 2) for i in range(29)]
+        )
+    )
+    nm: NmConfig = field(default_factory=NmConfig)
 
 
 def spans(n: int, k: int) -> list[Span]:
@@ -315,7 +365,7 @@ def block_vectors(
     """
     from multimsd.alignment.encode import make_embedder
 
-    c = cfg.aligner.nm
+    c = NmAligner().settings(cfg).nm
     embedder = make_embedder(cfg)
     per_side = []
     for side, k, prefix in (
@@ -374,7 +424,8 @@ def tune_on_gold(gold_train: list[GoldDoc], cfg: AlignConfig) -> tuple[float, fl
     """
     from multimsd.alignment.goldscore import best_threshold, sweep
 
-    c = cfg.aligner.nm
+    o = NmAligner().settings(cfg)
+    c = o.nm
     vecs = block_vectors([(d.complex, d.simple) for d in gold_train], cfg)
     scores = {}
     for setting in itertools.product(c.floor_grid, c.penalty_grid, c.skip_simple_grid):
@@ -382,7 +433,7 @@ def tune_on_gold(gold_train: list[GoldDoc], cfg: AlignConfig) -> tuple[float, fl
             (d.article_id, d.lang): _align(cb, cv, sb, sv, c, *setting)
             for d, (cb, cv, sb, sv) in zip(gold_train, vecs)
         }
-        curve = sweep(cands, gold_train, list(cfg.gold.nm_thresholds))
+        curve = sweep(cands, gold_train, list(o.threshold_grid))
         scores[setting] = round(curve[best_threshold(curve)].f1, 12)
     # Like θ (goldscore.best_threshold): on equal F1 the more conservative setting (higher floor, then penalty,
     # then skip cost).
@@ -406,6 +457,7 @@ class NmAligner(Aligner):
     """Blocks of consecutive sentences aligned by the cosine of their concatenations' embeddings."""
 
     name = "nm"
+    options = NmAlignerConfig
     # It embeds blocks itself (through the stage's embedder and cache), so it takes the sentences.
     needs = "sentences"
     emits_n_to_m = True
@@ -419,7 +471,7 @@ class NmAligner(Aligner):
         gold_train: list[GoldDoc] | None = None,
         min_score: float | None = None,
     ) -> list[list[Match]]:
-        c = cfg.aligner.nm
+        c = self.settings(cfg).nm
         check_nm_config(c)  # also at the stage's start-up (check_options); here for direct callers
         setting = (c.floor, c.penalty, c.skip_simple)
         if gold_train and c.tune_on_gold:
@@ -430,10 +482,7 @@ class NmAligner(Aligner):
         return [_align(cb, cv, sb, sv, c, *setting) for cb, cv, sb, sv in vecs]
 
     def check_options(self, cfg: AlignConfig) -> None:
-        check_nm_config(cfg.aligner.nm)
-
-    def thresholds(self, gold: GoldConfig) -> list[float]:
-        return list(gold.nm_thresholds)
+        check_nm_config(self.settings(cfg).nm)
 
     def check_threshold(self, threshold: float) -> None:
         if not -2.0 <= threshold <= 2.0:

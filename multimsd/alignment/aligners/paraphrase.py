@@ -57,7 +57,7 @@ from multimsd.errors import MultimsdError
 from multimsd.fsutil import atomic_directory, check_replaceable
 
 if TYPE_CHECKING:
-    from multimsd.config import AlignConfig, ParaphraseConfig
+    from multimsd.alignment.aligners.paraphrase_config import ParaphraseConfig
 
 log = logging.getLogger(__name__)
 
@@ -629,9 +629,9 @@ def load_paraphrase_model(path: str | Path, device: str = "cpu") -> ParaphraseMo
     return ParaphraseModel(net, {w: k for k, w in enumerate(words)}, int(meta["max_tokens"]), device, meta)
 
 
-def run_train_paraphrase(cfg: AlignConfig) -> dict:
-    """``align.py mode=train_paraphrase``: train, report validation/test accuracy and F1, save the model."""
-    p = cfg.aligner.lexical.paraphrase
+def run_train_paraphrase(p: ParaphraseConfig) -> dict:
+    """``align.py mode=train_paraphrase``: train, report validation/test accuracy and F1, save the model
+    (``p``: the lexical aligner's ``aligner.lexical.paraphrase`` options)."""
     check_paraphrase_config(p)
     out = Path(p.output_dir)
     check_replaceable(out, CONFIG_FILE, "a multimsd paraphrase model")  # before hours of training

@@ -5,28 +5,45 @@ without a threshold: θ (``aligner.threshold``) is applied afterwards as a filte
 stage in align mode and over a whole grid in gold mode. So one aligner serves both modes unchanged.
 
 To add one: subclass :class:`Aligner`, give it a ``name`` and a :meth:`Aligner.score_article` (or a bulk
-:meth:`Aligner.candidates`), and register it::
+:meth:`Aligner.candidates`), and register it. Options of its own are a dataclass that extends
+:class:`~multimsd.config.AlignerConfig`, named as its ``options``; registering the aligner registers them as
+the config group option ``aligner=<name>`` (Hydra's ConfigStore), so they are typed and a misspelt one fails at
+start-up::
+
+    @dataclass
+    class MyOptions(AlignerConfig):
+        window: int = 2                       # aligner.window=3 on the command line
+        threshold_grid: list[float] = ...     # its θ grid for gold mode, over its own score
 
     @register_aligner
     class MyAligner(Aligner):
         name = "mine"
+        options = MyOptions
 
-        def score_article(self, complex_side, simple_side, lang, cfg): ...
+        def score_article(self, complex_side, simple_side, lang, cfg):
+            window = self.settings(cfg).window
+            ...
 
-``align.py aligner.method=mine plugins=[my_module]`` then uses it in align mode, and ``gold.methods=[mine]``
-in gold mode.
+``align.py aligner=mine plugins=[my_module]`` then uses it in align mode, and ``gold.methods=[mine]`` in gold
+mode (with its default options unless ``aligner=mine``). Options are registered when the module is imported,
+so a plugin with options is named on the command line (``plugins=[my_module]``, read before the config is
+composed) or installed with a ``multimsd.plugins`` entry point.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
+from omegaconf import DictConfig, OmegaConf
+
+from multimsd.config import AlignerConfig
 from multimsd.errors import MultimsdError
 
 if TYPE_CHECKING:
     from multimsd.alignment.match import Match
-    from multimsd.config import AlignConfig, GoldConfig
+    from multimsd.config import AlignConfig
     from multimsd.gold import GoldDoc
 
 # What an aligner reads: each side's sentence embeddings (L2-normalised rows, computed and cached by the stage)
@@ -40,6 +57,9 @@ class Aligner:
     """A sentence aligner. Subclasses set ``name`` and override :meth:`score_article` or :meth:`candidates`."""
 
     name: str = ""
+    # The dataclass of its options (aligner=<name>): AlignerConfig, or a subclass of it with the aligner's own
+    # keys and defaults (its threshold, its θ grid).
+    options: type[AlignerConfig] = AlignerConfig
     # "embeddings": score_article / candidates receive (complex vectors, simple vectors) per article pair;
     # "sentences": (complex sentences, simple sentences). The stage only loads an embedder when an aligner it
     # runs needs embeddings.
@@ -78,9 +98,23 @@ class Aligner:
         """Whether θ keeps a candidate of this score (align mode and every point of the gold sweep)."""
         return score > threshold if self.strict_threshold else score >= threshold
 
-    def thresholds(self, gold: GoldConfig) -> list[float]:
-        """The θ grid gold mode tunes over. Default: ``gold.score_thresholds``, a grid over a [0, 1] score."""
-        return list(gold.score_thresholds)
+    def default_options(self) -> AlignerConfig:
+        """Its options with their defaults: the config group option ``aligner=<name>``."""
+        return self.options(method=self.name)
+
+    def settings(self, cfg: AlignConfig) -> Any:
+        """Its options in this run: ``cfg.aligner`` when that holds them (``aligner=<name>``, or an aligner of
+        the same options class: symmetric and asymmetric share theirs), else its defaults with the run's θ
+        (another method of ``gold.methods``, or ``aligner.method=<name>`` set without ``aligner=<name>``)."""
+        node = cfg.aligner
+        kind = OmegaConf.get_type(node) if isinstance(node, DictConfig) else type(node)
+        if kind is self.options:
+            return node
+        return dataclasses.replace(self.default_options(), threshold=node.threshold)
+
+    def thresholds(self, cfg: AlignConfig) -> list[float]:
+        """The θ grid gold mode tunes over: its options' ``threshold_grid``."""
+        return list(self.settings(cfg).threshold_grid)
 
     def check_threshold(self, threshold: float) -> None:
         """Raise :class:`MultimsdError` if ``threshold`` can never be a sensible θ for this score."""
@@ -107,6 +141,11 @@ def register_aligner(aligner: A, *, replace: bool = False) -> A:
     instance = aligner() if isinstance(aligner, type) else aligner
     if not isinstance(instance, Aligner) or not instance.name:
         raise MultimsdError(f"register_aligner: {aligner!r} is not an Aligner with a name")
+    opts = instance.options
+    if not (isinstance(opts, type) and issubclass(opts, AlignerConfig) and dataclasses.is_dataclass(opts)):
+        raise MultimsdError(
+            f"aligner {instance.name!r}: options={opts!r}; use a dataclass that extends multimsd.config.AlignerConfig"
+        )
     if instance.needs not in ("embeddings", "sentences"):
         raise MultimsdError(
             f"aligner {instance.name!r}: needs={instance.needs!r}; choose embeddings or sentences"
@@ -118,7 +157,15 @@ def register_aligner(aligner: A, *, replace: bool = False) -> A:
         if mode in STAGE_MODES or mode in taken:
             raise MultimsdError(f"aligner {instance.name!r}: mode={mode} is already taken")
     ALIGNERS[instance.name] = instance
+    _store_options(instance)
     return aligner
+
+
+def _store_options(aligner: Aligner) -> None:
+    """``aligner=<name>``: the aligner's options as a config group option of Hydra's ConfigStore."""
+    from hydra.core.config_store import ConfigStore
+
+    ConfigStore.instance().store(group="aligner", name=aligner.name, node=aligner.default_options())
 
 
 def registered_names() -> str:

@@ -7,20 +7,35 @@ of ``get_kind(cfg.model.kind)``. The built-in kinds are ``causal`` (chat LMs, Lo
 and ``lstm`` (the word-level encoder-decoder of Adduru et al. 2018); a new one is a subclass registered under
 a new name, in a module the CLI imports with ``plugins=[my_module]``::
 
+    @dataclass
+    class ToyOptions(TransformerModelSettings):   # or ModelSettings: what every kind shares
+        temperature: float = 1.0                  # model.temperature=0.5 on the command line
+
     @register_kind("toy")
-    class ToyKind(Seq2SeqKind): ...
+    class ToyKind(Seq2SeqKind):
+        options = ToyOptions
+        ...                                       # self.settings(cfg.model).temperature
+
+A kind's options (``options``, a dataclass extending :class:`~multimsd.training.config.ModelSettings`) are
+registered with it as the config group option ``model=<kind>`` (Hydra's ConfigStore), so ``model=toy`` selects
+them and a misspelt key fails at start-up; the presets in ``conf/model/`` start from such an option
+(``defaults: [causal, _self_]``).
 
 Torch and transformers are imported inside the methods, so importing a kind module stays cheap.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from omegaconf import DictConfig, OmegaConf
+
 from multimsd.errors import MultimsdError
+from multimsd.training.config import ModelSettings
 
 DTYPE_NAMES = ("float32", "bfloat16", "float16")
 
@@ -56,12 +71,32 @@ class ModelKind:
     """A model family. The defaults suit an encoder-decoder that takes ``labels`` and returns ``logits``."""
 
     name: str = ""  # set by register_kind
+    # The dataclass of its options (model=<kind>): ModelSettings, or a subclass with the kind's own keys.
+    options: type[ModelSettings] = ModelSettings
+    # model=<kind> on its own loads this model (None: the options' default pretrained).
+    default_pretrained: str | None = None
     supports_icl = False  # mode=icl prompts a chat model
     shift_labels = False  # True where logits[:, t] predicts labels[:, t + 1] (a decoder-only LM)
     # data.packing: the model takes a micro-batch's examples as one row, told apart by restarting position_ids
     supports_packing = False
 
     # ------------------------------------------------------------------ configuration and loading
+    def default_options(self) -> ModelSettings:
+        """Its options with their defaults: the config group option ``model=<kind>``."""
+        opts = self.options(name=self.name, kind=self.name)
+        return (
+            dataclasses.replace(opts, pretrained=self.default_pretrained) if self.default_pretrained else opts
+        )
+
+    def settings(self, ms: ModelSettings | Any) -> Any:
+        """Its options in this run: ``ms`` (``cfg.model``) when it holds them (``model=<kind>`` or a preset
+        built on it), else its options' defaults with the shared settings of ``ms`` (the model, dtype, ...)."""
+        kind = OmegaConf.get_type(ms) if isinstance(ms, DictConfig) else type(ms)
+        if kind is self.options:
+            return ms
+        shared = {f.name: getattr(ms, f.name) for f in dataclasses.fields(ModelSettings)}
+        return self.options(**shared)
+
     def check(self, cfg) -> None:
         """Raise a MultimsdError for settings (a TrainConfig) that cannot work with this kind."""
         if cfg.mode == "icl" and not self.supports_icl:
@@ -160,11 +195,27 @@ def register_kind(name: str) -> Callable[[type[ModelKind]], type[ModelKind]]:
     def register(cls: type[ModelKind]) -> type[ModelKind]:
         if not (isinstance(cls, type) and issubclass(cls, ModelKind)):
             raise TypeError(f"register_kind({name!r}) takes a ModelKind subclass, not {cls!r}")
+        opts = cls.options
+        if not (
+            isinstance(opts, type) and issubclass(opts, ModelSettings) and dataclasses.is_dataclass(opts)
+        ):
+            raise MultimsdError(
+                f"model kind {name!r}: options={opts!r}; use a dataclass that extends "
+                "multimsd.training.config.ModelSettings"
+            )
         cls.name = name
-        MODEL_KINDS[name] = cls()
+        MODEL_KINDS[name] = kind = cls()
+        _store_options(kind)
         return cls
 
     return register
+
+
+def _store_options(kind: ModelKind) -> None:
+    """``model=<kind>``: the kind's options as a config group option of Hydra's ConfigStore."""
+    from hydra.core.config_store import ConfigStore
+
+    ConfigStore.instance().store(group="model", name=kind.name, node=kind.default_options())
 
 
 def get_kind(name: str) -> ModelKind:

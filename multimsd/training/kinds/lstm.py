@@ -8,24 +8,58 @@ otherwise the full-softmax weighted cross-entropy every kind uses.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from multimsd.errors import MultimsdError
+from multimsd.training.config import ModelSettings
 from multimsd.training.decode import decode_batches
 from multimsd.training.kinds.base import LossFunction, ModelKind, Tokenized, register_kind, torch_dtype
 
 log = logging.getLogger(__name__)
 
 
+@dataclass
+class LstmSettings:
+    """The word-level LSTM encoder-decoder (``model.kind=lstm``; Adduru et al. 2018, see multimsd.training.models.lstm)."""
+
+    embedding_size: int = 1024
+    hidden_size: int = 1024  # units per layer (per direction in the BiLSTM encoder); paper: 1024
+    encoder_layers: int = 3  # bidirectional
+    decoder_layers: int = 3
+    attention: str = "bahdanau"  # bahdanau (additive, TF's legacy attention_decoder) | luong (general)
+    input_feeding: bool = True
+    # Sampled softmax (Jean et al. 2015) in training: candidates per batch; 0 = full softmax. Validation loss
+    # and decoding always use the full softmax.
+    num_sampled: int = 512
+    sampler: str = "log_uniform"  # log_uniform (Zipfian over frequency-sorted ids, TF's default) | unigram
+    # Vocabularies: built from the training split; ids sorted by frequency; max_vocab_size includes the 4
+    # specials (<pad> <unk> <s> </s>).
+    lowercase: bool = False
+    max_vocab_size: int = 40000
+    min_count: int = 1
+    shared_vocab: bool | None = None  # null: shared when data.paraphrase (paper), separate otherwise
+
+
+@dataclass
+class LstmModelSettings(ModelSettings):
+    """``model=lstm`` (and the presets lstm_seq2seq, tiny_lstm): the word-level encoder-decoder of Adduru et al.
+    (2018), trained from scratch."""
+
+    pretrained: str = "scratch"
+    lstm: LstmSettings = field(default_factory=LstmSettings)
+
+
 def check_lstm_settings(cfg) -> None:
     """Settings of ``model.kind=lstm`` that are wrong before any data is read (a TrainConfig)."""
     from multimsd.training.models.lstm import ATTENTIONS
 
-    s = cfg.model.lstm
-    if cfg.model.lora.enabled:
+    lora = getattr(cfg.model, "lora", None)  # a transformers preset with model.kind=lstm set on top
+    if lora is not None and lora.enabled:
         raise MultimsdError(
             "model.lora.enabled=true: LoRA adapts pretrained transformers, not model.kind=lstm"
         )
+    s = LstmKind().settings(cfg.model).lstm
     if s.attention not in ATTENTIONS:
         raise MultimsdError(f"model.lstm.attention={s.attention!r}: choose {' or '.join(ATTENTIONS)}")
     if s.sampler not in ("log_uniform", "unigram"):
@@ -57,7 +91,7 @@ def load_lstm(ms, train_rows: list[dict] | None, paraphrase: bool = False):
     """
     from multimsd.training.models.lstm import LstmSeq2Seq, LstmSeq2SeqConfig, WordTokenizer
 
-    s = ms.lstm
+    s = LstmKind().settings(ms).lstm
     if ms.pretrained == "scratch":
         if not train_rows:
             raise MultimsdError(
@@ -109,6 +143,8 @@ def load_lstm(ms, train_rows: list[dict] | None, paraphrase: bool = False):
 
 @register_kind("lstm")
 class LstmKind(ModelKind):
+    options = LstmModelSettings
+
     def check(self, cfg) -> None:
         super().check(cfg)
         check_lstm_settings(cfg)
@@ -121,15 +157,16 @@ class LstmKind(ModelKind):
         return Tokenized(*tokenizer.encode_pair(row, max_length))
 
     def loss_function(self, cfg, model, tokenizer) -> LossFunction:
-        if not cfg.model.lstm.num_sampled:
+        s = self.settings(cfg.model).lstm
+        if not s.num_sampled:
             return super().loss_function(cfg, model, tokenizer)
         from multimsd.training.sampled_softmax import SampledSoftmax
 
         sampled = SampledSoftmax.from_sampler_name(
-            cfg.model.lstm.sampler,
+            s.sampler,
             model.output_projection,
             tokenizer.target_counts,
-            cfg.model.lstm.num_sampled,
+            s.num_sampled,
             cfg.seed,
         )
 

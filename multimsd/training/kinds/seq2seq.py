@@ -28,6 +28,8 @@ MBART50_LANG_CODES: dict[str, str] = {
 
 @register_kind("seq2seq")
 class Seq2SeqKind(TransformerKind):
+    default_pretrained = "facebook/mbart-large-50"  # model=seq2seq on its own: MultiMSD's mBART-50
+
     def auto_class(self):
         from transformers import AutoModelForSeq2SeqLM
 

@@ -3,12 +3,40 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from multimsd.errors import MultimsdError
+from multimsd.training.config import ModelSettings
 from multimsd.training.kinds.base import ModelKind, torch_dtype
 
 log = logging.getLogger(__name__)
+
+LLAMA_LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+
+
+@dataclass
+class LoraSettings:
+    """A LoRA adapter (peft) instead of full fine-tuning (MultiMSD: r 4, alpha 8, dropout 0.05, all linear
+    projections of Llama)."""
+
+    enabled: bool = False
+    r: int = 4
+    alpha: int = 8
+    dropout: float = 0.05
+    target_modules: list[str] = field(default_factory=lambda: list(LLAMA_LORA_TARGETS))
+
+
+@dataclass
+class TransformerModelSettings(ModelSettings):
+    """``model=causal`` / ``model=seq2seq`` (and the presets built on them: smollm2_lora, mbart50, ...): a
+    pretrained 🤗 transformers model, fully fine-tuned or with a LoRA adapter."""
+
+    lora: LoraSettings = field(default_factory=LoraSettings)
+    gradient_checkpointing: bool = (
+        False  # recompute activations in the backward pass (less memory, ~30 % slower)
+    )
+
 
 RANDOM_INIT_MARKER = "random_init.json"
 """Marks a ``random:<architecture>`` directory (configuration + tokenizer, no weights; benchmarks)."""
@@ -36,6 +64,8 @@ def build_random(auto_class, path: str | Path, dtype, dropout: float | None = No
 class TransformerKind(ModelKind):
     """A pretrained transformers model, fully fine-tuned or wrapped with a LoRA adapter (peft)."""
 
+    options = TransformerModelSettings
+
     def auto_class(self):
         """The ``transformers.AutoModelFor…`` class of this kind."""
         raise NotImplementedError
@@ -55,6 +85,7 @@ class TransformerKind(ModelKind):
     def load(self, ms, path: str, train_rows: list[dict] | None = None, paraphrase: bool = False):
         from transformers import AutoTokenizer
 
+        ms = self.settings(ms)
         kwargs = {"dtype": torch_dtype(ms.dtype)}
         if ms.dropout is not None:
             kwargs["dropout"] = ms.dropout
@@ -101,7 +132,7 @@ class TransformerKind(ModelKind):
         return model, tokenizer
 
     def load_best(self, cfg, path: Path, model):
-        if cfg.model.lora.enabled:  # the adapter alone was saved
+        if self.settings(cfg.model).lora.enabled:  # the adapter alone was saved
             from peft import set_peft_model_state_dict
             from peft.utils import load_peft_weights
 
