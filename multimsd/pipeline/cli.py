@@ -32,10 +32,14 @@ Run keys (conf/pipeline/run.yaml):
   compare=[a:b,...]            paired bootstrap comparisons (default: every pair)
   gold=false                   skip the gold-alignment scores (Table 3)
   pairs.path=FILE              an aligned sentence-pair corpus (TSV / JSONL / saved dataset) instead of
-                               aligning articles: split by document id (pairs.seed), bad rows an error or,
+                               aligning articles: split by document id, bad rows an error or,
                                with pairs.bad_rows=skip, counted; pairs.lang=es when it has no lang column;
                                pairs.columns={article_id: FILE_ID, complex: SOURCE, simple: TARGET} maps
                                columns; pairs.max_pairs={train: 160} caps a split (reduced-scale runs)
+  pairs.split.validation=128 pairs.split.test=128 pairs.split.max_fraction=0.1 pairs.split.seed=42
+                               the split by document (defaults shown): documents held out for validation
+                               and test, each at most max_fraction of them, drawn with seed (which also
+                               draws the max_pairs sample); the rule and keys of align.split.* (articles)
 Stage keys, routed to that stage's own config (see python align.py/train.py/evaluate.py --help):
   align.KEY=VALUE   train.KEY=VALUE   evaluate.KEY=VALUE
 
