@@ -37,9 +37,10 @@ Run keys (conf/pipeline/run.yaml):
                                pairs.columns={article_id: FILE_ID, complex: SOURCE, simple: TARGET} maps
                                columns; pairs.max_pairs={train: 160} caps a split (reduced-scale runs)
   pairs.split.validation=128 pairs.split.test=128 pairs.split.max_fraction=0.1 pairs.split.seed=42
-                               the split by document (defaults shown): documents held out for validation
-                               and test, each at most max_fraction of them, drawn with seed (which also
-                               draws the max_pairs sample); the rule and keys of align.split.* (articles)
+                               its split by document id (defaults shown): documents held out for
+                               validation and for test, each at most max_fraction of them (at least one),
+                               drawn with seed (which also draws the max_pairs sample); the same rule and
+                               keys as align.split.* (article ids) and train.data.split.*
 Stage keys, routed to that stage's own config (see python align.py/train.py/evaluate.py --help):
   align.KEY=VALUE   train.KEY=VALUE   evaluate.KEY=VALUE
 
