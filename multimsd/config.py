@@ -13,6 +13,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import OmegaConf
 
 from multimsd import LANGUAGES
+from multimsd.split import SplitConfig
 
 
 @dataclass
@@ -82,15 +83,6 @@ class DataConfig:
 
 
 @dataclass
-class SplitConfig:
-    # Paper: 128 validation + 128 test article pairs per language. Corpora too small for that use fractions.
-    valid_articles: int = 128
-    test_articles: int = 128
-    small_corpus_fraction: float = 0.1
-    seed: int = 42
-
-
-@dataclass
 class OutputConfig:
     dir: str = "outputs/aligned"
     export_tsv: bool = True
@@ -126,7 +118,7 @@ class AlignConfig:
     data: DataConfig = field(default_factory=DataConfig)
     segment: SegmentConfig = field(default_factory=SegmentConfig)
     filters: FilterConfig = field(default_factory=FilterConfig)
-    split: SplitConfig = field(default_factory=SplitConfig)
+    split: SplitConfig = field(default_factory=SplitConfig)  # split.*: multimsd.split.SplitConfig, shared
     output: OutputConfig = field(default_factory=OutputConfig)
     gold: GoldConfig = field(default_factory=GoldConfig)
     # Embedding cache; null = <multimsd cache>/embeddings.

@@ -20,7 +20,7 @@ def aligned(tmp_path_factory, python, repo_root):
         "data.max_articles=4",
         f"output.dir={out}",
         f"cache_dir={tmp / 'cache'}",
-        "split.small_corpus_fraction=0.25",
+        "split.max_fraction=0.25",
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return tmp, out, proc

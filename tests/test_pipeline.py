@@ -129,7 +129,7 @@ def test_split_is_shared_across_languages(tmp_path, tiny_encoder):
             tmp_path,
             tiny_encoder,
             data={"path": str(path), "languages": ["de", "en", "fr"]},
-            split={"small_corpus_fraction": 0.2},
+            split={"max_fraction": 0.2},
         )
     )
     dsd = datasets.load_from_disk(str(tmp_path / "out"))

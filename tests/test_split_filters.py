@@ -9,29 +9,31 @@ from multimsd.split import split_article_ids
 
 def test_split_sizes_paper_scale():
     ids = [f"a{k}" for k in range(1544)]
-    a = split_article_ids(ids, 128, 128, 0.1, seed=1)
+    a = split_article_ids(ids, validation=128, test=128, max_fraction=0.1, seed=1)
     assert Counter(a.values()) == {"train": 1288, "validation": 128, "test": 128}
 
 
 def test_split_small_corpus_uses_fraction():
-    a = split_article_ids([f"t{k}" for k in range(12)], 128, 128, 0.1, seed=0)
+    a = split_article_ids([f"t{k}" for k in range(12)], validation=128, test=128, max_fraction=0.1, seed=0)
     assert Counter(a.values()) == {"train": 10, "validation": 1, "test": 1}
     assert set(split_article_ids(["x", "y"]).values()) == {"train"}
 
 
 def test_split_is_deterministic_and_order_free():
     ids = [f"t{k}" for k in range(40)]
-    a = split_article_ids(ids, 4, 4, 0.5, seed=7)
-    b = split_article_ids(list(reversed(ids)) + ids[:5], 4, 4, 0.5, seed=7)  # order and repeats don't matter
+    a = split_article_ids(ids, validation=4, test=4, max_fraction=0.5, seed=7)
+    b = split_article_ids(
+        list(reversed(ids)) + ids[:5], validation=4, test=4, max_fraction=0.5, seed=7
+    )  # order and repeats don't matter
     assert a == b
-    assert split_article_ids(ids, 4, 4, 0.5, seed=8) != a  # the seed does
+    assert split_article_ids(ids, validation=4, test=4, max_fraction=0.5, seed=8) != a  # the seed does
 
 
 def test_split_same_ids_in_every_language():
     # Records of nine languages share article ids: the assignment is by id, so no id straddles splits.
     langs = ["de", "en", "es", "fr", "it", "ja", "pt", "ru", "zh"]
     records = [(f"t{k}", lang) for k in range(30) for lang in langs if (k + len(lang)) % 7]  # some gaps
-    a = split_article_ids((i for i, _ in records), 3, 3, 0.2, seed=3)
+    a = split_article_ids((i for i, _ in records), validation=3, test=3, max_fraction=0.2, seed=3)
     per_id = {}
     for article_id, _lang in records:
         per_id.setdefault(article_id, set()).add(a[article_id])

@@ -20,6 +20,7 @@ from omegaconf import OmegaConf
 from multimsd.errors import MultimsdError
 from multimsd.pipeline.config import PairsConfig
 from multimsd.pipeline.pairs import build_pairs
+from multimsd.split import SplitConfig
 
 HEADER = "FILE_ID\tSOURCE\tTARGET"
 COLUMNS = {"article_id": "FILE_ID", "complex": "SOURCE", "simple": "TARGET"}
@@ -94,7 +95,7 @@ def test_split_by_document_is_leak_free_seeded_and_sized(tmp_path):
     # the same seed gives the same split; another seed another one
     build_pairs(pairs_cfg(tsv, bad_rows="skip"), tmp_path / "b")
     assert load(tmp_path / "b") == rows
-    build_pairs(pairs_cfg(tsv, bad_rows="skip", seed=7), tmp_path / "c")
+    build_pairs(pairs_cfg(tsv, bad_rows="skip", split=SplitConfig(seed=7)), tmp_path / "c")
     assert {r["article_id"] for r in load(tmp_path / "c")["test"]} != docs["test"]
 
 

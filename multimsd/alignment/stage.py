@@ -38,7 +38,7 @@ from multimsd.config import AlignConfig
 from multimsd.errors import MultimsdError
 from multimsd.fsutil import atomic_directory, check_replaceable, check_writable_dir
 from multimsd.io import check_languages, load_article_pairs
-from multimsd.split import SPLITS, split_article_ids
+from multimsd.split import SPLITS, check_split_config, split_article_ids
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +76,7 @@ def check_config(cfg: AlignConfig) -> None:
     for method in dict.fromkeys(methods):  # every aligner this run will use, each once
         get_aligner(method).check_options(cfg)
     check_languages(list(cfg.data.languages))
+    check_split_config(cfg.split, "split")
     if cfg.output.push_to_hub and not cfg.output.hub_repo_id:
         raise MultimsdError("output.push_to_hub=true needs output.hub_repo_id=<user>/<name>")
     if cfg.mode != "align" and int(os.environ.get("WORLD_SIZE", "1")) > 1:
@@ -164,13 +165,7 @@ def run(cfg: AlignConfig | DictConfig | dict) -> dict:
     rows, dropped = filter_pairs(rows, cfg.filters)
 
     # 6. split: one assignment over all article ids of the input, shared by every language
-    assignment = split_article_ids(
-        (p.article_id for p in pairs),
-        cfg.split.valid_articles,
-        cfg.split.test_articles,
-        cfg.split.small_corpus_fraction,
-        cfg.split.seed,
-    )
+    assignment = split_article_ids((p.article_id for p in pairs), cfg.split)
     for r in rows:
         r["split"] = assignment[r["article_id"]]
 

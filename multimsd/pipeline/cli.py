@@ -49,10 +49,15 @@ Run keys (conf/pipeline/run.yaml):
   --config-dir DIR             your own presets, laid out like multimsd's conf/: DIR/pipeline/experiment/x.yaml
                                (experiment=x), DIR/experiment/y.yaml (train.experiment=y), ...
   pairs.path=FILE              an aligned sentence-pair corpus (TSV / JSONL / saved dataset) instead of
-                               aligning articles: split by document id (pairs.seed), bad rows an error or,
+                               aligning articles: split by document id, bad rows an error or,
                                with pairs.bad_rows=skip, counted; pairs.lang=es when it has no lang column;
                                pairs.columns={article_id: FILE_ID, complex: SOURCE, simple: TARGET} maps
                                columns; pairs.max_pairs={train: 160} caps a split (reduced-scale runs)
+  pairs.split.validation=128 pairs.split.test=128 pairs.split.max_fraction=0.1 pairs.split.seed=42
+                               its split by document id (defaults shown): documents held out for
+                               validation and for test, each at most max_fraction of them (at least one),
+                               drawn with seed (which also draws the max_pairs sample); the same rule and
+                               keys as align.split.* (article ids) and train.data.split.*
 Stage keys, routed to that stage's own config (see python align.py/train.py/evaluate.py --help):
   align.KEY=VALUE   train.KEY=VALUE   evaluate.KEY=VALUE
 

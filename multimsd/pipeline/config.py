@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from hydra.core.config_store import ConfigStore
 from omegaconf import OmegaConf
 
+from multimsd.split import SplitConfig
+
 # What a system is: trained by train.py, prompted by train.py mode=icl (no training), or the copy baseline.
 SYSTEM_KINDS = ("train", "icl", "copy")
 
@@ -47,10 +49,9 @@ class PairsConfig:
     columns: dict[str, str] = field(default_factory=dict)
     lang: str | None = None  # the language of every row, when the corpus has no lang column
     bad_rows: str = "error"  # error | skip: a TSV row with a stray tab / an empty side (skipped ones counted)
-    validation_documents: int = 128  # documents held out per split (the paper's 128), at most max_fraction
-    test_documents: int = 128
-    max_fraction: float = 0.1
-    seed: int = 42
+    # The split by document id (pairs.split.validation / test / max_fraction / seed): the rule and defaults of
+    # align.py's split.*, multimsd.split.SplitConfig. Its seed also draws the max_pairs sample.
+    split: SplitConfig = field(default_factory=SplitConfig)
     # A seeded sample of at most this many pairs per split (reduced-scale runs); {} = every pair
     max_pairs: dict[str, int] = field(default_factory=dict)
 

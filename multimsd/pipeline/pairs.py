@@ -14,11 +14,11 @@ Steps, top to bottom:
 1. read the rows; a TSV row whose field count differs from the header's is an error naming its line, or,
    with ``pairs.bad_rows=skip``, left out and counted (with its line numbers in ``stats.json``); rows with an
    empty side are treated the same way;
-2. split by **document id** (seeded, :func:`multimsd.split.split_article_ids`: the paper's 128 + 128
-   documents held out, at most 10 % each), so no document has sentences in two splits; a ``split`` column
-   in the data is used as it is;
-3. optionally cap each split (``pairs.max_pairs.<split>``, a seeded sample of the split's rows) for a run at
-   reduced scale; the cap draws rows, never moves them between splits;
+2. split by **document id** (:func:`multimsd.split.split_article_ids` with ``pairs.split.*``, the rule and
+   defaults of align.py's ``split.*``: the paper's 128 + 128 documents held out, at most 10 % each, seed 42),
+   so no document has sentences in two splits; a ``split`` column in the data is used as it is;
+3. optionally cap each split (``pairs.max_pairs.<split>``, a sample of the split's rows seeded by
+   ``pairs.split.seed``) for a run at reduced scale; the cap draws rows, never moves them between splits;
 4. write the DatasetDict and ``stats.json`` (Table 4's numbers + what was skipped) atomically.
 """
 
@@ -32,7 +32,7 @@ from pathlib import Path
 
 from multimsd import LANGUAGES
 from multimsd.errors import MultimsdError
-from multimsd.split import SPLITS, split_article_ids
+from multimsd.split import SPLITS, check_split_config, split_article_ids
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +63,7 @@ def check_pairs_config(cfg) -> None:
     for split, n in cfg.max_pairs.items():
         if n is not None and int(n) < 1:
             raise MultimsdError(f"pairs.max_pairs.{split}={n}: must be >= 1 (or null for all)")
+    check_split_config(cfg.split, "pairs.split")
 
 
 def check_pairs_input(cfg) -> None:
@@ -162,13 +163,7 @@ def split_rows(rows: list[dict], cfg) -> tuple[list[dict], dict[str, int]]:
     missing = sum(1 for r in rows if not r["article_id"])
     if missing:
         raise MultimsdError(f"pairs.path: {missing} row(s) have no document id to split by")
-    assignment = split_article_ids(
-        (r["article_id"] for r in rows),
-        cfg.validation_documents,
-        cfg.test_documents,
-        cfg.max_fraction,
-        cfg.seed,
-    )
+    assignment = split_article_ids((r["article_id"] for r in rows), cfg.split, key="pairs.split")
     for r in rows:
         r["split"] = assignment[r["article_id"]]
     return rows, {s: sum(1 for v in assignment.values() if v == s) for s in SPLITS}
@@ -181,7 +176,7 @@ def cap_splits(rows: list[dict], cfg) -> tuple[list[dict], dict[str, int]]:
         part = [r for r in rows if r["split"] == split]
         cap = cfg.max_pairs.get(split)
         if cap is not None and len(part) > int(cap):
-            keep = set(random.Random(f"{cfg.seed}:{split}").sample(range(len(part)), int(cap)))
+            keep = set(random.Random(f"{cfg.split.seed}:{split}").sample(range(len(part)), int(cap)))
             dropped[split] = len(part) - int(cap)
             part = [r for k, r in enumerate(part) if k in keep]
         out += part

@@ -40,6 +40,7 @@ from multimsd.metrics.bootstrap import BOOTSTRAP_METRICS
 from multimsd.paths import conf_dir
 from multimsd.pipeline.config import SYSTEM_KINDS, RunConfig
 from multimsd.pipeline.records import StageRecords, fingerprint, read_json, write_json_atomic
+from multimsd.split import check_split_config
 
 logger = logging.getLogger("multimsd.pipeline")
 
@@ -195,6 +196,7 @@ def plan(cfg: RunConfig | DictConfig, run_dir: Path) -> list[Stage]:
         align_cfg = compose(
             "align", [*cfg.align, f"output.dir={run_dir / 'align'}", "mode=align"], search=_user_dirs(cfg)
         )
+        check_split_config(align_cfg.split, "align.split")  # before any work, named as the run knows it
         align_fp = fingerprint([__version__, OmegaConf.to_container(align_cfg, resolve=True)])
         stages.append(Stage("align", align_cfg, align_fp, run_dir / "align", "align"))
     if cfg.gold and cfg.pairs.path:
@@ -218,6 +220,8 @@ def plan(cfg: RunConfig | DictConfig, run_dir: Path) -> list[Stage]:
         if sys_cfg["kind"] == "icl":
             overrides.append("mode=icl")
         train_cfg = compose("train", overrides, search=_user_dirs(cfg))
+        for key in ("split", "sample_split"):
+            check_split_config(train_cfg.data[key], f"train.data.{key}")
         resolved = OmegaConf.to_container(train_cfg, resolve=True)
         if sys_cfg["kind"] == "icl":  # prompting never reads the optimiser or loss settings
             resolved = {k: v for k, v in resolved.items() if k not in ("optim", "loss")}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from multimsd import LANGUAGES
+from multimsd.split import SplitConfig
 
 
 @dataclass
@@ -30,6 +31,13 @@ class TrainData:
     # An align.py output directory (DatasetDict), a JSONL/TSV of pairs (complex, simple, lang[, article_id,
     # split]), or null: the bundled sample's hand-made gold pairs, split by article like align.py does.
     path: str | None = None
+    # The split by article id (multimsd.split.SplitConfig: validation / test documents held out, max_fraction,
+    # seed; align.py's split.*, multimsd run's pairs.split.*) of a pair file without a split column: the same
+    # rule and defaults, so the same ids get the same assignment.
+    split: SplitConfig = field(default_factory=SplitConfig)
+    # The same rule for the bundled sample (path null). Its 12 articles keep 2 + 2 held out (max_fraction 0.2;
+    # align.py's default 0.1 would hold out 1 + 1): the split of the demo's numbers.
+    sample_split: SplitConfig = field(default_factory=lambda: SplitConfig(max_fraction=0.2))
     languages: list[str] = field(default_factory=lambda: list(LANGUAGES))
     # mono: exactly one language; multi: all chosen languages concatenated and shuffled together.
     mode: str = "multi"

@@ -15,21 +15,21 @@ import torch
 from multimsd import LANGUAGES
 from multimsd.errors import MultimsdError
 from multimsd.io import load_pair_records
-from multimsd.split import SPLITS, split_article_ids
+from multimsd.split import SPLITS, SplitConfig, split_article_ids
 from multimsd.training.config import TrainData
 from multimsd.training.kinds import get_kind
 
-# The sample has 12 articles: 2 validation + 2 test articles leaves 8 for training.
-SAMPLE_SPLIT_FRACTION = 0.2
 
-
-def sample_gold_pairs() -> dict[str, list[dict]]:
-    """The bundled sample's hand-aligned sentence pairs, split by article exactly as align.py splits."""
+def sample_gold_pairs(split: SplitConfig | None = None) -> dict[str, list[dict]]:
+    """The bundled sample's hand-aligned sentence pairs, split by article with align.py's rule and the settings
+    ``split`` (None = ``data.sample_split``'s defaults: 2 validation + 2 test of the 12 articles, the split
+    ``python align.py split.max_fraction=0.2`` makes of the sample)."""
     from multimsd.gold import load_gold
     from multimsd.io import sample_articles_path
 
     docs = load_gold(sample_articles_path())
-    assignment = split_article_ids((d.article_id for d in docs), 128, 128, SAMPLE_SPLIT_FRACTION, seed=42)
+    split = TrainData().sample_split if split is None else split
+    assignment = split_article_ids((d.article_id for d in docs), split, key="data.sample_split")
     out: dict[str, list[dict]] = {s: [] for s in SPLITS}
     for d in docs:
         for (i,), (j,) in sorted(g for g in d.gold if len(g[0]) == len(g[1]) == 1):
@@ -38,7 +38,7 @@ def sample_gold_pairs() -> dict[str, list[dict]]:
     return out
 
 
-def _rows_from_records(records: list[dict], where: str) -> dict[str, list[dict]]:
+def _rows_from_records(records: list[dict], where: str, split: SplitConfig) -> dict[str, list[dict]]:
     for k, r in enumerate(records):
         missing = [
             c for c in ("complex", "simple", "lang") if not isinstance(r.get(c), str) or not r[c].strip()
@@ -48,7 +48,7 @@ def _rows_from_records(records: list[dict], where: str) -> dict[str, list[dict]]
     if all("split" in r for r in records):
         out = {s: [r for r in records if r["split"] == s] for s in SPLITS}
     elif all(r.get("article_id") for r in records):
-        assignment = split_article_ids((str(r["article_id"]) for r in records), 128, 128, 0.1, seed=42)
+        assignment = split_article_ids((str(r["article_id"]) for r in records), split, key="data.split")
         out = {s: [r for r in records if assignment[str(r["article_id"])] == s] for s in SPLITS}
     else:
         raise MultimsdError(f"{where}: rows need a 'split' or an 'article_id' column to split by article")
@@ -61,15 +61,17 @@ def _check_columns(rows: list[dict], where: str) -> None:
         raise MultimsdError(f"{where}: the dataset lacks column(s) {', '.join(missing)}")
 
 
-def load_pairs(path: str | None) -> dict[str, list[dict]]:
+def load_pairs(path: str | None, data: TrainData | None = None) -> dict[str, list[dict]]:
     """Train / validation / test rows from an align.py output (a directory or its Hub id ``owner/name``), a
     JSONL or TSV file, or the sample (None). Reading is :func:`multimsd.io.load_pair_records`, shared by
-    every stage."""
+    every stage. Rows without a split are split by article id with ``data.split`` (the sample:
+    ``data.sample_split``); ``data`` None = the defaults."""
+    data = TrainData() if data is None else data
     if path is None:
-        return sample_gold_pairs()
+        return sample_gold_pairs(data.sample_split)
     by_split = load_pair_records(path, what="training data")
     if None in by_split:  # a file (or a plain Dataset): split by article id, or by its own split column
-        return _rows_from_records(by_split[None], str(Path(path).expanduser()))
+        return _rows_from_records(by_split[None], str(Path(path).expanduser()), data.split)
     for split, rows in by_split.items():
         _check_columns(rows, f"{path} ({split})")
     return {s: by_split.get(s, []) for s in SPLITS}

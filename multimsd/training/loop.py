@@ -31,6 +31,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from multimsd.errors import MultimsdError
 from multimsd.fsutil import check_writable_dir
+from multimsd.split import check_split_config
 from multimsd.training.checkpoint import (
     TrainState,
     last_checkpoint,
@@ -107,6 +108,8 @@ def check_config(cfg: TrainConfig) -> None:
         raise MultimsdError(f"loss.chunk_size={cfg.loss.chunk_size}: tokens per chunk, must be >= 1")
     if cfg.hub.push and not cfg.hub.repo_id:
         raise MultimsdError("hub.push=true needs hub.repo_id=<user>/<name>")
+    check_split_config(cfg.data.split, "data.split")
+    check_split_config(cfg.data.sample_split, "data.sample_split")
 
 
 def config_fingerprint(cfg: TrainConfig) -> dict:
@@ -165,7 +168,7 @@ def run(cfg: TrainConfig | DictConfig | dict) -> dict:
     kind = get_kind(cfg.model.kind)
     out = Path(cfg.output_dir)
     check_writable_dir(out, "output_dir")  # before loading data and model, not at the first write
-    rows = select(load_pairs(cfg.data.path), cfg.data, cfg.seed)
+    rows = select(load_pairs(cfg.data.path, cfg.data), cfg.data, cfg.seed)
     if not rows["train"] and cfg.mode == "train":
         raise MultimsdError("the training split is empty")
     val_rows = cap_per_language(rows["validation"], cfg.data.max_eval_examples)
