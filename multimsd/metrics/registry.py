@@ -1,7 +1,7 @@
 """The metric registry: every metric ``metrics.include`` may name, and what the evaluation stage needs to
 know about it to score, pool, rank and tabulate it.
 
-A :class:`Metric` is a scorer plus five facts:
+A :class:`Metric` is a scorer and the facts about it:
 
 * **its scorer** ``score(sources, outputs, references, *, lang, tokenizer, settings)`` -> a number (stored
   under the metric's name) or a dict of result keys. ``references`` are reference *streams*
@@ -23,7 +23,7 @@ A :class:`Metric` is a scorer plus five facts:
 The evaluation writes these facts into results.json (``metrics``, :func:`describe_metrics`), so the run report
 reads them from there.
 
-The built-in metrics (sari, bleu, ter, chrf, meteor, fkgl, quality) are registered by
+The built-in metrics (sari, bleu, ter, chrf, meteor, fkgl, quality, novelty) are registered by
 :mod:`multimsd.metrics.scoring`; a plugin adds one with :func:`register_metric` (see the README, "Extending
 multimsd").
 """
