@@ -176,12 +176,14 @@ class EvalOutputConfig:
 
 @dataclass
 class BootstrapConfig:
-    # Confidence intervals of SARI / BLEU / FKGL per system and language, resampling sentences (percentile
-    # intervals), and paired bootstrap tests between systems (multimsd.metrics.bootstrap). 0 samples = off.
+    # Confidence intervals of SARI / BLEU / FKGL (any metric registered with per-sentence statistics) per system
+    # and language, resampling sentences (percentile intervals), and paired bootstrap tests between systems
+    # (multimsd.metrics.bootstrap). 0 samples = off.
     samples: int = 1000
     confidence: float = 0.95  # strictly between 0 and 1
     seed: int = 0  # one index matrix per language, shared by every system and metric (paired tests)
-    # Metrics with intervals, among sari sari_add sari_keep sari_delete bleu fkgl novelty (computed ones only).
+    # Result keys with intervals (computed ones only): sari sari_add sari_keep sari_delete bleu fkgl novelty, or
+    # a plugin metric's (register_metric(..., statistics=..., from_totals=...)).
     metrics: list[str] = field(default_factory=lambda: ["sari", "bleu", "fkgl"])
     # Pairs "a:b" to compare (difference a - b, per language); empty = every pair of systems.
     compare: list[str] = field(default_factory=list)

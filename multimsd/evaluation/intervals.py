@@ -3,9 +3,11 @@
 Per language, one index matrix ``[samples, n]`` is drawn from ``bootstrap.seed`` and shared by every system
 and metric, so each system's interval and each paired comparison of that language come from the same
 resamples (:mod:`multimsd.metrics.bootstrap` has the method and the p-value). Intervals exist for the
-metrics of ``bootstrap.metrics`` that ``metrics.include`` computes (SARI, BLEU, FKGL; FKGL only where it is
-defined, i.e. not for ja / zh), per language only: the pooled "all" column mixes tokenizations and is a
-different corpus, and the comparisons are per language too.
+result keys of ``bootstrap.metrics`` whose metric ``metrics.include`` computes and registered per-sentence
+statistics for (:class:`~multimsd.metrics.Metric` ``statistics`` / ``from_totals``; built in: SARI and its
+parts, BLEU, FKGL, novelty; FKGL only where it is defined, i.e. not for ja / zh), per language only: the
+pooled "all" column mixes tokenizations and is a different corpus, and the comparisons are per language too.
+Each metric's statistics are extracted once per system and language, for all of its keys.
 
 Before any interval is reported, the score of the identity resample (every sentence once) is checked
 against the score the metric registry reported; a plugin that re-registered ``sari`` with another scorer
@@ -38,7 +40,7 @@ __all__ = [
 
 def check_bootstrap(cfg: EvaluateConfig) -> None:
     """One-line errors for ``bootstrap.*`` (checked before anything is read)."""
-    from multimsd.metrics.bootstrap import BOOTSTRAP_METRICS
+    from multimsd.metrics import interval_keys
 
     b = cfg.bootstrap
     if b.samples < 0:
@@ -47,10 +49,11 @@ def check_bootstrap(cfg: EvaluateConfig) -> None:
         raise MultimsdError(
             f"bootstrap.confidence={b.confidence}: must lie strictly between 0 and 1 (e.g. 0.95)"
         )
-    bad = [m for m in b.metrics if m not in BOOTSTRAP_METRICS]
+    supported = interval_keys()
+    bad = [m for m in b.metrics if m not in supported]
     if bad:
         raise MultimsdError(
-            f"bootstrap.metrics: no bootstrap for {', '.join(bad)} (supported: {', '.join(BOOTSTRAP_METRICS)})"
+            f"bootstrap.metrics: no bootstrap for {', '.join(bad)} (supported: {', '.join(supported)})"
         )
     compare_pairs(cfg, list(cfg.systems))
 
@@ -78,12 +81,15 @@ def compare_pairs(cfg: EvaluateConfig, systems: list[str]) -> list[tuple[str, st
 
 
 def bootstrap_metrics(cfg: EvaluateConfig) -> list[str]:
-    """Metrics that get intervals: ``bootstrap.metrics`` computed by ``metrics.include`` (none if off)."""
+    """Result keys that get intervals: those of ``bootstrap.metrics`` whose metric ``metrics.include``
+    computes (SARI's parts come with SARI: one metric, four numbers); none if off."""
+    from multimsd.metrics import interval_keys
+
     if cfg.bootstrap.samples == 0:
         return []
     include = set(cfg.metrics.include)
-    # SARI's parts come with SARI (one metric, four numbers)
-    return [m for m in cfg.bootstrap.metrics if m in include or (m.startswith("sari_") and "sari" in include)]
+    owners = interval_keys()
+    return [k for k in cfg.bootstrap.metrics if k in owners and owners[k].name in include]
 
 
 def bootstrap_settings(cfg: EvaluateConfig) -> dict[str, Any]:
@@ -100,31 +106,6 @@ def bootstrap_settings(cfg: EvaluateConfig) -> dict[str, Any]:
     }
 
 
-def _statistics(metric: str, lang: str, tok: str, sources, outputs, streams, cfg: EvaluateConfig):
-    """(per-sentence statistics, vectorised score) of one metric, or None where the metric is undefined."""
-    from multimsd.metrics import bootstrap as bs
-    from multimsd.metrics.readability import FKGL_LANGS
-
-    lc = cfg.metrics.lowercase
-    if metric == "sari":
-        return bs.sari_statistics(sources, outputs, streams, lowercase=lc, tokenizer=tok), bs.sari_from_totals
-    if metric.startswith("sari_"):  # a part of SARI: the same statistics, one part of the score
-        part = metric.removeprefix("sari_")
-        stats = bs.sari_statistics(sources, outputs, streams, lowercase=lc, tokenizer=tok)
-        return stats, partial(bs.sari_part_from_totals, part=part)
-    if metric == "novelty":
-        from multimsd.metrics.novelty import novelty_from_totals, novelty_statistics
-
-        return novelty_statistics(sources, outputs, lowercase=lc, tokenizer=tok), novelty_from_totals
-    if metric == "bleu":
-        smooth = cfg.metrics.bleu_smooth
-        stats = bs.bleu_statistics(outputs, streams, lowercase=lc, tokenizer=tok, smooth_method=smooth)
-        return stats, partial(bs.bleu_from_totals, smooth_method=smooth)
-    if metric == "fkgl" and lang in FKGL_LANGS:
-        return bs.fkgl_statistics(outputs, lang), bs.fkgl_from_totals
-    return None
-
-
 def language_intervals(
     lang: str,
     tok: str,
@@ -135,7 +116,7 @@ def language_intervals(
     cfg: EvaluateConfig,
 ) -> tuple[dict[str, dict[str, list[float] | None]], list[dict[str, Any]]]:
     """({system: {metric: [lo, hi] or None}}, comparisons) for one language; ``scores`` are the reported ones."""
-    from multimsd.metrics import reference_streams
+    from multimsd.metrics import interval_keys, reference_streams
     from multimsd.metrics.bootstrap import (
         paired_from_resamples,
         percentile_interval,
@@ -144,6 +125,7 @@ def language_intervals(
     )
 
     metrics = bootstrap_metrics(cfg)
+    owners = interval_keys()
     b = cfg.bootstrap
     n = len(rows)
     counts = resample_counts(resample_indices(n, b.samples, b.seed), n)
@@ -151,15 +133,26 @@ def language_intervals(
     streams = reference_streams([refs.refs[i] for i in rows], f"{refs.name} ({lang})")
     scored: dict[str, dict[str, tuple]] = {m: {} for m in metrics}
     cis: dict[str, dict[str, list[float] | None]] = {name: {} for name in systems}
+    facts = {"lang": lang, "tokenizer": tok, "settings": cfg.metrics}
     for name, preds in systems.items():
         outputs = [preds[i] for i in rows]
+        stats: dict[str, np.ndarray | None] = {}  # per metric, shared by its keys (SARI and its parts)
         for m in metrics:
-            got = _statistics(m, lang, tok, sources, outputs, streams, cfg)
+            metric = owners[m]
+            if metric.name not in stats:
+                stats[metric.name] = metric.statistics(sources, outputs, streams, **facts)
+            st = stats[metric.name]
             reported = scores[name].get(m)
-            if got is None or reported is None:
+            if st is None or reported is None:
                 cis[name][m] = None
                 continue
-            st, fn = got
+            st = np.asarray(st)
+            if st.ndim != 2 or len(st) != n:
+                raise MultimsdError(
+                    f"metric {metric.name!r}: statistics gave an array of shape {st.shape} for {n} {lang} "
+                    "sentences; expected [n_sentences, k]"
+                )
+            fn = partial(metric.from_totals[m], **facts)
             identity = float(fn(st.sum(0)))
             if abs(identity - reported) > 1e-9 * max(1.0, abs(reported)):
                 log.warning(

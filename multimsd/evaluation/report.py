@@ -45,7 +45,8 @@ def _lookup(res: dict | None, key: str) -> Any:
     return res
 
 
-def _metric_table(metric: str, title: str, results: dict, lower_better: bool = False) -> str:
+def _metric_table(metric: str, title: str, results: dict, lower_better: bool | None = False) -> str:
+    """One metric per language (and avg, all); the best per column in bold (``lower_better`` None: none)."""
     langs = results["languages"]
     systems = list(results["systems"])
     has_all = any(metric in results["systems"][s].get("all", {}) for s in systems)
@@ -68,7 +69,8 @@ def _metric_table(metric: str, title: str, results: dict, lower_better: bool = F
         for col in cols:
             v = value(s, col)
             cell = _fmt(v)
-            cell = f"**{cell}**" if v is not None and len(systems) > 1 and v == best.get(col) else cell
+            bold = lower_better is not None and len(systems) > 1 and v == best.get(col)
+            cell = f"**{cell}**" if v is not None and bold else cell
             cells.append(_with_ci(cell, results["systems"][s].get(col), metric) if col in langs else cell)
         lines.append(f"| {s} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -102,7 +104,8 @@ def markdown_report(results: dict) -> str:
     metrics = [m for name, m in METRICS.items() if name in include]
     for m in metrics:
         if m.summary_table:
-            out += ["", _metric_table(m.name, m.summary_table, results, lower_better=not m.higher_is_better)]
+            lower = None if m.higher_is_better is None else not m.higher_is_better
+            out += ["", _metric_table(m.name, m.summary_table, results, lower_better=lower)]
     # Per-language columns: the scores, then the medical-term counts, then the text features.
     cols: list[Column] = [c for m in metrics if m.group != "features" for c in m.columns]
     if any(results["per_language"][g].get("term_types") for g in langs):

@@ -11,9 +11,10 @@ Read top to bottom, :func:`run` is the whole stage:
    sources and references, for comparison), EASSE quality features), and distinct medical-term types of
    sources, references and every system; then pool the languages ("all") where that is meaningful and rank
    the systems by ``select_by`` (:mod:`multimsd.evaluation.scoring`, whose docstring gives the rules);
-   per language, bootstrap confidence intervals of SARI / BLEU / FKGL and paired comparisons of the systems
-   (``bootstrap.*``, :mod:`multimsd.evaluation.intervals`);
-4. write ``results.json``, ``table.md`` and ``scores.png`` into ``output.dir`` atomically, print the table
+   per language, bootstrap confidence intervals of the metrics that registered per-sentence statistics (SARI,
+   BLEU, FKGL, ...) and paired comparisons of the systems (``bootstrap.*``, :mod:`multimsd.evaluation.intervals`);
+4. write ``results.json`` (with ``metrics``: the registry's facts of the metrics computed, which the run
+   report reads), ``table.md`` and ``scores.png`` into ``output.dir`` atomically, print the table
    (:mod:`multimsd.evaluation.report`).
 
 Translation of user mistakes into :class:`MultimsdError` (one line, no traceback, nothing written): missing
@@ -134,6 +135,8 @@ def run(cfg: EvaluateConfig | DictConfig | dict) -> dict:
     """Run the evaluation stage; return the results (also written to ``output.dir/results.json``)."""
     import sacrebleu
 
+    from multimsd.metrics import describe_metrics
+
     cfg = to_config(cfg)
     check_config(cfg)
     out_dir = Path(cfg.output.dir)
@@ -204,6 +207,7 @@ def run(cfg: EvaluateConfig | DictConfig | dict) -> dict:
         "ranking": rank_systems(langs, per_lang_scores, cfg.select_by),
         "bootstrap": bootstrap_settings(cfg),
         "comparisons": comparisons,
+        "metrics": describe_metrics(list(cfg.metrics.include)),
     }
     markdown = markdown_report(results)
 

@@ -17,6 +17,10 @@ what sacrebleu and most NLP papers report; it needs no variance estimate, and it
 
 Paired test (:func:`paired_bootstrap`): both systems are scored on the *same* resamples, so the sentence
 difficulty they share cancels out of the difference; see its docstring for the p-value.
+
+Which metrics have intervals is the metric registry's business: a metric registers its per-sentence
+statistics and the functions of their totals (:class:`~multimsd.metrics.registry.Metric` ``statistics`` /
+``from_totals``; the built-ins with the functions of this module, :mod:`multimsd.metrics.scoring`).
 """
 
 from __future__ import annotations
@@ -30,7 +34,6 @@ from multimsd.errors import MultimsdError
 from multimsd.metrics.sari import MAX_NGRAM_ORDER, SariStatistics, get_tokenizer, normalize
 
 __all__ = [
-    "BOOTSTRAP_METRICS",
     "METHOD",
     "PairedResult",
     "bleu_from_totals",
@@ -346,15 +349,3 @@ def fkgl_from_totals(totals: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         g = 0.39 * words / np.where(ok, sents, 1) + 11.8 * syll / np.where(ok, words, 1) - 15.59
     return np.where(ok, np.maximum(0.0, g), 0.0)
-
-
-BOOTSTRAP_METRICS: tuple[str, ...] = (
-    "sari",
-    "sari_add",
-    "sari_keep",
-    "sari_delete",
-    "bleu",
-    "fkgl",
-    "novelty",
-)
-"""Metrics with per-sentence statistics, hence bootstrap intervals (``bootstrap.metrics`` may name these)."""

@@ -8,8 +8,13 @@ number ``evaluate.py`` prints for the same outputs (same lowercasing, tokenizer 
 
 Built-in metrics (EASSE settings; lowercasing and tokenisation are ours, done before sacrebleu):
 ``sari`` (+ add / keep / delete), ``bleu``, ``ter`` (lower is better), ``chrf``, ``meteor`` (+ its mode),
-``fkgl`` of the outputs (never pooled: its coefficients are English-fitted) and ``quality`` (EASSE quality
-features). Pooling rules: :data:`multimsd.metrics.registry.POOLING`.
+``fkgl`` of the outputs (never pooled: its coefficients are English-fitted), ``quality`` (EASSE quality
+features) and ``novelty``. Pooling rules: :data:`multimsd.metrics.registry.POOLING`.
+
+SARI (and its three parts), BLEU, FKGL and novelty register their per-sentence statistics and the functions of
+their totals (:mod:`multimsd.metrics.bootstrap`, :mod:`multimsd.metrics.novelty`), hence bootstrap intervals;
+they are the run report's tables (the paper's Table 5 and the novel-token share), TER, chrF, METEOR and the
+quality features are in evaluate.py's table.md only (``report=False``).
 """
 
 from __future__ import annotations
@@ -93,6 +98,29 @@ def _sari(sources, outputs, references, *, lang, tokenizer, settings) -> dict[st
     return {"sari": (add + keep + dele) / 3, "sari_add": add, "sari_keep": keep, "sari_delete": dele}
 
 
+def _sari_statistics(sources, outputs, references, *, lang, tokenizer, settings):
+    from multimsd.metrics.bootstrap import sari_statistics
+
+    return sari_statistics(sources, outputs, references, lowercase=settings.lowercase, tokenizer=tokenizer)
+
+
+def _sari_from_totals(totals, *, lang, tokenizer, settings):
+    from multimsd.metrics.bootstrap import sari_from_totals
+
+    return sari_from_totals(totals)
+
+
+def _sari_part(part: str):
+    """``from_totals`` of one part of SARI (add, keep, delete): the same statistics, one part of the score."""
+
+    def from_totals(totals, *, lang, tokenizer, settings):
+        from multimsd.metrics.bootstrap import sari_part_from_totals
+
+        return sari_part_from_totals(totals, part=part)
+
+    return from_totals
+
+
 def _bleu(sources, outputs, references, *, lang, tokenizer, settings) -> float:
     from multimsd.metrics.bleu import corpus_bleu
 
@@ -111,6 +139,24 @@ def _bleu_signature(n_refs: int, *, tokenizer: str, settings) -> str:
     return bleu_signature(
         n_refs, lowercase=settings.lowercase, tokenizer=tokenizer, smooth_method=settings.bleu_smooth
     )
+
+
+def _bleu_statistics(sources, outputs, references, *, lang, tokenizer, settings):
+    from multimsd.metrics.bootstrap import bleu_statistics
+
+    return bleu_statistics(
+        outputs,
+        references,
+        lowercase=settings.lowercase,
+        tokenizer=tokenizer,
+        smooth_method=settings.bleu_smooth,
+    )
+
+
+def _bleu_from_totals(totals, *, lang, tokenizer, settings):
+    from multimsd.metrics.bootstrap import bleu_from_totals
+
+    return bleu_from_totals(totals, smooth_method=settings.bleu_smooth)
 
 
 def _ter_metric(n_refs: int):
@@ -179,6 +225,19 @@ def _fkgl(sources, outputs, references, *, lang, tokenizer, settings) -> float |
     return corpus_fkgl(outputs, lang)
 
 
+def _fkgl_statistics(sources, outputs, references, *, lang, tokenizer, settings):
+    from multimsd.metrics.bootstrap import fkgl_statistics
+    from multimsd.metrics.readability import FKGL_LANGS
+
+    return fkgl_statistics(outputs, lang) if lang in FKGL_LANGS else None  # undefined for ja / zh
+
+
+def _fkgl_from_totals(totals, *, lang, tokenizer, settings):
+    from multimsd.metrics.bootstrap import fkgl_from_totals
+
+    return fkgl_from_totals(totals)
+
+
 def _fkgl_describe(sources, references, *, lang, tokenizer, settings) -> dict[str, Any]:
     from multimsd.metrics.readability import corpus_fkgl
 
@@ -192,6 +251,18 @@ def _novelty(sources, outputs, references, *, lang, tokenizer, settings) -> floa
     from multimsd.metrics.novelty import corpus_novelty
 
     return corpus_novelty(sources, outputs, lowercase=settings.lowercase, tokenizer=tokenizer)
+
+
+def _novelty_statistics(sources, outputs, references, *, lang, tokenizer, settings):
+    from multimsd.metrics.novelty import novelty_statistics
+
+    return novelty_statistics(sources, outputs, lowercase=settings.lowercase, tokenizer=tokenizer)
+
+
+def _novelty_from_totals(totals, *, lang, tokenizer, settings):
+    from multimsd.metrics.novelty import novelty_from_totals
+
+    return novelty_from_totals(totals)
 
 
 def _novelty_describe(sources, references, *, lang, tokenizer, settings) -> dict[str, Any]:
@@ -220,11 +291,18 @@ register_metric(
     pooling="corpus",
     columns=(
         Column("SARI", "sari"),
-        Column("add", "sari_add"),
-        Column("keep", "sari_keep"),
-        Column("del", "sari_delete"),
+        Column("add", "sari_add", title="SARI add"),
+        Column("keep", "sari_keep", title="SARI keep"),
+        Column("del", "sari_delete", title="SARI delete"),
     ),
     summary_table="SARI",
+    statistics=_sari_statistics,
+    from_totals={
+        "sari": _sari_from_totals,
+        "sari_add": _sari_part("add"),
+        "sari_keep": _sari_part("keep"),
+        "sari_delete": _sari_part("delete"),
+    },
     description="corpus SARI (EASSE) and its add / keep / delete parts",
 )
 register_metric(
@@ -235,6 +313,8 @@ register_metric(
     columns=(Column("BLEU", "bleu"),),
     summary_table="BLEU",
     signature=_bleu_signature,
+    statistics=_bleu_statistics,
+    from_totals=_bleu_from_totals,
     description="corpus BLEU (EASSE settings)",
 )
 register_metric(
@@ -244,6 +324,7 @@ register_metric(
     pooling="corpus",
     columns=(Column("TER", "ter"),),
     signature=_ter_signature,
+    report=False,
     description="corpus TER (sacrebleu)",
 )
 register_metric(
@@ -253,6 +334,7 @@ register_metric(
     pooling="characters",
     columns=(Column("chrF", "chrf"),),
     signature=_chrf_signature,
+    report=False,
     description="corpus chrF (sacrebleu)",
 )
 register_metric(
@@ -264,6 +346,7 @@ register_metric(
     keys=("meteor", "meteor_mode"),
     columns=(Column("METEOR", "meteor"),),
     describe=_meteor_describe,
+    report=False,
     description="METEOR (mean of sentence scores), its matching mode per language",
 )
 register_metric(
@@ -274,6 +357,8 @@ register_metric(
     never_pooled_because="FKGL is only comparable within one language",
     columns=(Column("FKGL", "fkgl", reference="fkgl_{side}"),),
     describe=_fkgl_describe,
+    statistics=_fkgl_statistics,
+    from_totals=_fkgl_from_totals,
     description="Flesch-Kincaid grade level of the outputs (and of the sources and references)",
 )
 register_metric(
@@ -288,14 +373,27 @@ register_metric(
         Column("deleted", "quality.deletions_proportion", 3),
     ),
     group="features",
+    report=False,
     description="EASSE quality features (compression, Levenshtein similarity, copies, additions, deletions)",
 )
 register_metric(
     "novelty",
     _novelty,
+    higher_is_better=None,  # a description of the outputs: more novel words are neither better nor worse
     pooling="corpus",
-    columns=(Column("novel %", "novelty", 1, reference="novelty_{side}"),),
+    columns=(
+        Column(
+            "novel %",
+            "novelty",
+            1,
+            reference="novelty_{side}",
+            title="Novel tokens: % of output words not in the input",
+            scale=("reference",),  # the source's own share is 0 by definition
+        ),
+    ),
     describe=_novelty_describe,
     group="features",
+    statistics=_novelty_statistics,
+    from_totals=_novelty_from_totals,
     description="share of output tokens (percent) whose word is not in the source sentence",
 )

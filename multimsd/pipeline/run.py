@@ -17,7 +17,8 @@ The run directory::
     <run>/systems/<name>/        train.py's output_dir per trained / prompted system (predictions/test/…)
     <run>/evaluation/            evaluate.py's results.json, table.md, scores.png
     <run>/run.json               what ran, with which config, where its results are, how long each stage took
-    <run>/results.json           per system and language: SARI / BLEU / FKGL with their CIs, the comparisons
+    <run>/results.json           per system and language: the report's scores (SARI / BLEU / FKGL, ...) with
+                                 their CIs, the comparisons
     <run>/report.html, report.md the report
 """
 
@@ -36,7 +37,6 @@ from omegaconf import DictConfig, OmegaConf
 
 from multimsd.cli import config_error_line, extra_keys
 from multimsd.errors import MultimsdError
-from multimsd.metrics.bootstrap import BOOTSTRAP_METRICS
 from multimsd.paths import conf_dir
 from multimsd.pipeline.config import SYSTEM_KINDS, RunConfig
 from multimsd.pipeline.records import StageRecords, fingerprint, read_json, write_json_atomic
@@ -381,7 +381,7 @@ def write_run_files(
     write_json_atomic(run_dir / RUN_MARKER, run_info)
 
     evaluation = read_json(run_dir / "evaluation" / "results.json") or {}
-    keep = ("n_sentences", *BOOTSTRAP_METRICS, "term_types", "ci")  # the per-sentence metrics, their CIs
+    keep = {"n_sentences", *shown_keys(evaluation), "term_types", "ci"}  # the report's scores, their CIs
     results = {
         "run": run_info["name"],
         "languages": evaluation.get("languages"),
@@ -397,6 +397,23 @@ def write_run_files(
     }
     write_json_atomic(run_dir / "results.json", results)
     return results
+
+
+def shown_keys(evaluation: dict) -> list[str]:
+    """The result keys the run's results.json carries: those with bootstrap intervals and the columns of the
+    metrics shown in the report, as the evaluation's results.json describes its metrics (``metrics``; the
+    registry's facts for a results.json written before it carried them)."""
+    metrics = evaluation.get("metrics")
+    if metrics is None:
+        from multimsd.metrics import describe_metrics
+
+        metrics = describe_metrics()
+    keys: list[str] = []
+    for m in metrics.values():
+        keys += m.get("intervals") or []
+        if m.get("report", True):
+            keys += [c["key"].split(".")[0] for c in m.get("columns") or []]  # a.b: keep a
+    return list(dict.fromkeys(keys))
 
 
 def select_swept(run_dir: Path, swept: list[str]) -> dict:

@@ -1,27 +1,66 @@
 """The evaluation sections: per-language scores with confidence intervals (Table 5), the paired
-comparisons, medical-term types (Table 8) and example outputs side by side (Table 6)."""
+comparisons, medical-term types (Table 8) and example outputs side by side (Table 6).
+
+Which scores get a table is read from the evaluation's results.json (``metrics``: each computed metric's
+columns, direction and whether the report shows it, as the metric registry describes it), so a metric a
+plugin registered shows up here with its interval, if it has one. A results.json written before it carried
+``metrics`` is read with the registered metrics' facts (:func:`multimsd.metrics.describe_metrics`).
+"""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
 
 from multimsd.report.blocks import Cell, Paragraph, Section, Table, bold_best, interval, num
 from multimsd.report.load import Run, read_predictions
 
-# (metric, title, lower is better; None: neither, no bold). Tables of metrics the run did not compute are left out.
-SCORES = [
-    ("sari", "SARI", False),
-    ("sari_add", "SARI add", False),
-    ("sari_keep", "SARI keep", False),
-    ("sari_delete", "SARI delete", False),
-    ("bleu", "BLEU", False),
-    ("fkgl", "FKGL", True),
-    ("novelty", "Novel tokens: % of output words not in the input", None),
-]
-# Rows shown for scale under a metric's systems: (per-language key, name)
-SCALE_ROWS = {
-    "fkgl": (("fkgl_source", "source (input)"), ("fkgl_reference", "reference")),
-    "novelty": (("novelty_reference", "reference"),),
-}
+# The rows under a metric's systems, for scale (a column's `scale` sides of its per-language `reference`)
+SIDE_NAMES = {"source": "source (input)", "reference": "reference"}
 EXAMPLES_PER_LANGUAGE = 3
+
+
+@dataclass(frozen=True)
+class ScoreTable:
+    key: str  # result key (``a.b`` reads ``result["a"]["b"]``); its interval is ``ci[key]``
+    title: str
+    low: bool | None  # lower is better; None: neither, no bold
+    scale: tuple[tuple[str, str], ...] = ()  # (per-language key, row name)
+
+
+def score_tables(evaluation: dict) -> list[ScoreTable]:
+    """The tables of Table 5, in the evaluation's metric order: every column of every metric shown in the
+    report. Tables of metrics the run did not compute are left out later (no values)."""
+    metrics: Any = evaluation.get("metrics")
+    if metrics is None:  # results.json of an older multimsd: the registered metrics describe themselves
+        from multimsd.metrics import describe_metrics
+
+        metrics = describe_metrics()
+    tables = []
+    for m in metrics.values():
+        if not m.get("report", True):
+            continue
+        better = m.get("higher_is_better", True)
+        for c in m.get("columns") or []:
+            ref = c.get("reference")
+            sides = (c.get("scale") or ()) if ref else ()
+            scale = tuple((ref.format(side=side), SIDE_NAMES.get(side, side)) for side in sides)
+            tables.append(
+                ScoreTable(
+                    key=c["key"],
+                    title=c.get("title") or c.get("header") or c["key"],
+                    low=None if better is None else not better,
+                    scale=scale,
+                )
+            )
+    return tables
+
+
+def lookup(res: dict | None, key: str) -> Any:
+    """``res[key]``; a dotted key reads nested dicts; None where absent."""
+    for part in key.split("."):
+        res = (res or {}).get(part)
+    return res
 
 
 def languages_of(run: Run) -> list[str]:
@@ -50,14 +89,15 @@ def score_section(run: Run) -> Section:
     elif not any("ci" in r for s in systems for r in ev["systems"][s].values() if isinstance(r, dict)):
         text += " No confidence intervals in the evaluation results (bootstrap was not run)."
     sec.blocks.append(Paragraph(text))
-    for metric, title, low in SCORES:
-        if not any((r or {}).get(metric) is not None for res in ev["systems"].values() for r in res.values()):
+    for t in score_tables(ev):
+        metric, title, low = t.key, t.title, t.low
+        if not any(lookup(r, metric) is not None for res in ev["systems"].values() for r in res.values()):
             continue
         cols = [*langs, *(["avg"] if len(langs) > 1 else [])]
         rows, values = [], []
         for s in systems:
             res = ev["systems"][s]
-            vals = [(res.get(g) or {}).get(metric) for g in langs]
+            vals = [lookup(res.get(g), metric) for g in langs]
             if len(langs) > 1:
                 vals.append(mean_or_none(vals))
             cells = [Cell(run.label(s))]
@@ -69,8 +109,8 @@ def score_section(run: Run) -> Section:
         if low is not None:
             bold_best(rows, values, [low] * len(cols))
         # e.g. the readability of the inputs and of the references, for scale; they do not compete
-        for key, name in SCALE_ROWS.get(metric, ()):
-            vals = [per_lang.get(g, {}).get(key) for g in langs]
+        for key, name in t.scale:
+            vals = [lookup(per_lang.get(g), key) for g in langs]
             if len(langs) > 1:
                 vals.append(mean_or_none(vals))
             rows.append([Cell(name), *(Cell(num(v), num=True) for v in vals)])
