@@ -444,11 +444,11 @@ _MD_SPECIAL = re.compile(r"([\\*_\[\]])")
 
 def prose(text: str) -> str:
     """Comment text made safe for a Markdown table cell (backquoted spans are kept as code)."""
-    parts = re.split(r"(`[^`]+`)", text)
+    parts = re.split(r"(``.+?``|`[^`]+`)", text)  # RST ``code`` (docstrings) and Markdown `code`
     out = []
     for part in parts:
         if part.startswith("`") and part.endswith("`") and len(part) > 1:
-            out.append(code(part[1:-1]))
+            out.append(code(part.strip("`")))
         else:
             part = html.escape(part, quote=False)
             out.append(_MD_SPECIAL.sub(r"\\\1", part).replace("|", "\\|"))

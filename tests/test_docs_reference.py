@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 # A section comment, separated from the class: no field's comment.
 @dataclass
 class Inner:
-    """The inner node."""
+    """The inner node (``depth`` levels)."""
 
     depth: int = 3  # how deep
 
@@ -100,10 +100,11 @@ def test_walk_and_render_toy(toy):
     assert keys["items"].type == "list[str]"
     assert keys["maybe"].type == "str | None"
     assert keys["inner.depth"].default == 3
-    assert by_path["inner"].intro == "the nested node The inner node."
+    assert by_path["inner"].intro == "the nested node The inner node (``depth`` levels)."
     page = "\n".join(gen.render_sections(sections))
     assert "## `inner`" in page and "## `by_name.<name>`" in page
     assert "<code>[a, b&#124;c]</code>" in page  # a pipe never splits a table cell
+    assert "The inner node (<code>depth</code> levels)." in page  # RST and Markdown code spans
     assert "may be &lt;null&gt;, or \\*starred\\* \\| piped" in page
     assert "| <code>name</code> | <code>str</code> | <code>x</code> | The name. Two lines of it. |" in page
     # Every row of every table has four cells.
