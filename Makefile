@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTHON ?= python3
 
-.PHONY: setup system-deps slurm-deps test test-slurm test-package test-all demo gold lint format bench clean
+.PHONY: setup system-deps slurm-deps test test-slurm test-package test-all demo gold lint format bench docs clean
 
 $(VENV)/.installed: pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -63,5 +63,12 @@ format: setup
 bench: setup
 	$(PY) benchmarks/align_bench.py
 
+$(VENV)/.docs-installed: $(VENV)/.installed pyproject.toml
+	$(PY) -m pip install -q -e ".[docs]"
+	touch $@
+
+docs: $(VENV)/.docs-installed  ## the documentation site, offline, into site/ (strict: any warning or broken link fails)
+	NO_MKDOCS_2_WARNING=1 HF_HUB_OFFLINE=1 $(PY) -m mkdocs build --strict
+
 clean:
-	rm -rf outputs multirun .pytest_cache .ruff_cache
+	rm -rf outputs multirun .pytest_cache .ruff_cache site
