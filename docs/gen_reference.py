@@ -528,14 +528,14 @@ def entry_page(entry: EntryPoint, nodes: list[StoredNode], composed: dict | None
         lines += ["## Group entries in the ConfigStore", ""]
         lines += [
             "Options of a config group that come with their own schema (registered in Hydra's ConfigStore); "
-            "each lists the keys it adds to the ones above.",
+            "each lists the keys it adds to the ones above and the ones whose default it changes.",
             "",
         ]
-        base_keys = set(leaf_keys(sections))
+        base = {k.key: k.default for s in sections for k in s.keys}  # the schema's own defaults
         for n in entries:
             extra = node_sections(n, n.target_path)
             for s in extra:
-                s.keys = [k for k in s.keys if k.key not in base_keys]
+                s.keys = [k for k in s.keys if k.key not in base or k.default != base[k.key]]
             where = (
                 f"`{n.dataclass.__module__}.{n.dataclass.__qualname__}`" if n.dataclass else "an untyped node"
             )

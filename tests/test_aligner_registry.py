@@ -279,3 +279,96 @@ def test_unknown_cli_aligner_without_its_plugin(tmp_path, python, repo_root):
     assert proc.returncode == 2
     assert "error: aligner.method: unknown aligner method 'toy' (registered: " in proc.stderr
     assert "plugins=[its_module]" in proc.stderr
+
+
+SHIFT_MODULE = '''
+"""A plugin aligner with an option of its own: complex sentence i with simple sentence i + aligner.shift."""
+
+from dataclasses import dataclass
+
+from multimsd.alignment.aligners import Aligner, register_aligner
+from multimsd.alignment.match import Match
+from multimsd.config import AlignerConfig
+
+
+@dataclass
+class ShiftOptions(AlignerConfig):
+    threshold: float = 0.5
+    shift: int = 0  # pair complex i with simple i + shift
+
+
+@register_aligner
+class ShiftAligner(Aligner):
+    name = "shift"
+    options = ShiftOptions
+    needs = "sentences"
+
+    def score_article(self, complex_side, simple_side, lang, cfg):
+        k = self.settings(cfg).shift
+        return [Match(i, i + k, 1.0, float("nan")) for i in range(len(complex_side)) if 0 <= i + k < len(simple_side)]
+'''
+
+
+def test_plugin_aligner_options_are_typed_and_checked_through_the_cli(tmp_path, python, repo_root):
+    """aligner=shift comes from the plugin's registration alone (no YAML); its option reaches the aligner, and a
+    misspelt option or a value of the wrong type is one error line, exit 2, nothing written."""
+    (tmp_path / "shift_aligner.py").write_text(SHIFT_MODULE, encoding="utf-8")
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(tmp_path), str(repo_root)]),
+        "HF_HUB_OFFLINE": "1",
+    }
+    out = tmp_path / "out"
+    common = [
+        "plugins=[shift_aligner]",
+        "aligner=shift",
+        f"output.dir={out}",
+        "data.max_articles=2",
+        "data.languages=[en]",
+        "filters.min_chars=0",
+        "filters.drop_identical=false",
+        "filters.drop_duplicates=false",
+    ]
+    shown = run_cli(python, repo_root, *common, "aligner.shift=2", "--cfg", "job", env=env, timeout=300)
+    assert shown.returncode == 0 and "shift: 2" in shown.stdout and "threshold: 0.5" in shown.stdout
+    proc = run_cli(python, repo_root, *common, "aligner.shift=1", env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = [r for ds in datasets.load_from_disk(str(out)).values() for r in ds.to_list()]
+    assert rows and all(r["simple_idx"] == r["complex_idx"] + 1 for r in rows)
+    assert json.loads((out / "stats.json").read_text())["aligner"]["method"] == "shift"
+    for bad, message in [
+        ("aligner.shfit=1", "aligner.shfit: no such key (did you mean aligner.shift?)"),
+        ("+aligner.shfit=1", "aligner.shfit (did you mean aligner.shift?)"),
+        ("aligner.shift=one", "aligner.shift: Value 'one'"),
+    ]:
+        out2 = tmp_path / "out2"
+        proc = run_cli(python, repo_root, *common[:2], bad, f"output.dir={out2}", env=env, timeout=300)
+        errors = [line for line in proc.stderr.splitlines() if line.strip()]
+        assert proc.returncode == 2 and len(errors) == 1 and message in errors[0], proc.stderr[-2000:]
+        assert not out2.exists()
+    # without the plugin the option group does not exist: one line naming the registered ones
+    proc = run_cli(python, repo_root, "aligner=shift", f"output.dir={out}", env=env, timeout=300)
+    assert (
+        proc.returncode == 2
+        and "Could not find 'aligner/shift'" in proc.stderr
+        and "symmetric" in proc.stderr
+    )
+
+
+def test_an_aligners_options_live_with_it():
+    from dataclasses import fields
+
+    names = {f.name for f in fields(AlignerConfig)}
+    assert names == {"method", "threshold", "threshold_grid"}  # what every aligner shares, nothing else
+    nm = get_aligner("nm")
+    assert type(nm.settings(AlignConfig())).__name__ == "NmAlignerConfig"  # defaults when aligner= is another
+    cfg = to_config({"aligner": {"method": "nm", "threshold": 0.05, "nm": {"floor": 0.1}}})
+    assert nm.settings(cfg) is cfg.aligner and cfg.aligner.nm.floor == 0.1
+    assert (
+        get_aligner("margin").settings(cfg).margin_k == 4
+        and get_aligner("margin").settings(cfg).threshold == 0.05
+    )
+    with pytest.raises(MultimsdError, match="Key 'nm' not in 'EmbeddingAlignerConfig'"):
+        to_config({"aligner": {"method": "symmetric", "nm": {"floor": 0.1}}})
+    with pytest.raises(MultimsdError, match="options="):
+        register_aligner(type("Bad", (Aligner,), {"name": "bad_options", "options": dict}))

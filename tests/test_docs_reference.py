@@ -179,7 +179,7 @@ def test_comments_and_composed_defaults_on_pages(pages):
 
 def test_group_entries_of_the_config_store_are_documented():
     """A dataclass stored as a group entry (as aligners / model kinds register their options) gets a section
-    ``aligner=<name>`` with the keys it adds."""
+    ``aligner=<name>`` with the keys it adds or whose default it changes."""
     from hydra.core.config_store import ConfigStore
 
     @dataclasses.dataclass

@@ -59,45 +59,58 @@ def test_unknown_kind_through_the_loop(tmp_path, fresh_accelerate_state):
 
 
 TOY_KIND = '''
-"""A user's model kind: mBART with a marker file next to the saved model and tagged outputs."""
+"""A user's model kind with an option of its own: mBART with a marker file next to the saved model and outputs
+tagged with model.tag."""
+
+from dataclasses import dataclass
 
 from multimsd.training.kinds.base import register_kind
 from multimsd.training.kinds.seq2seq import Seq2SeqKind
+from multimsd.training.kinds.transformer import TransformerModelSettings
+
+
+@dataclass
+class ToyOptions(TransformerModelSettings):
+    tag: str = "TOY"  # put in front of every output
 
 
 @register_kind("toy")
 class ToyKind(Seq2SeqKind):
+    options = ToyOptions
+    default_pretrained = "tiny:mbart"
+
     def save_pretrained(self, model, tokenizer, path, save_function):
         super().save_pretrained(model, tokenizer, path, save_function)
         (path / "toy_marker.txt").write_text("saved by the toy kind\\n", encoding="utf-8")
 
     def generate(self, cfg, model, tokenizer, rows, shots):
-        return ["TOY " + p for p in super().generate(cfg, model, tokenizer, rows, shots)]
+        tag = self.settings(cfg.model).tag
+        return [f"{tag} {p}" for p in super().generate(cfg, model, tokenizer, rows, shots)]
 '''
 
 
-def test_a_plugin_kind_is_used_by_the_train_cli(tmp_path, repo_root):
+def test_a_plugin_kind_with_options_is_used_by_the_train_cli(tmp_path, repo_root):
+    """model=toy comes from the plugin's registration alone (no YAML): its option reaches the kind, and a
+    misspelt option is one error line naming the right one, exit 2, before any work."""
     (tmp_path / "toy_kind.py").write_text(textwrap.dedent(TOY_KIND), encoding="utf-8")
-    (tmp_path / "conf" / "model").mkdir(parents=True)
-    (tmp_path / "conf" / "model" / "toy.yaml").write_text(
-        "name: toy\nkind: toy\npretrained: tiny:mbart\n", encoding="utf-8"
-    )
     out = tmp_path / "out"
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(tmp_path), str(repo_root)]),
         "OMP_NUM_THREADS": "1",
     }
+    common = ["debug=train_tiny", "model=toy", "plugins=[toy_kind]", f"output_dir={out}"]
+    bad = run_cli(sys.executable, repo_root, *common, "model.tga=HELLO", script="train.py", env=env)
+    errors = [line for line in bad.stderr.splitlines() if line.strip()]
+    assert bad.returncode == 2 and len(errors) == 1, bad.stderr[-2000:]
+    assert "model.tga: no such key (did you mean model.tag?)" in errors[0] and not out.exists()
     res = run_cli(
         sys.executable,
         repo_root,
-        "debug=train_tiny",
-        "model=toy",
-        "plugins=[toy_kind]",
-        f"hydra.searchpath=[file://{tmp_path / 'conf'}]",
+        *common,
+        "model.tag=HELLO",
         "data.max_length=64",
         "eval.before_training=false",
-        f"output_dir={out}",
         script="train.py",
         env=env,
     )
@@ -105,7 +118,32 @@ def test_a_plugin_kind_is_used_by_the_train_cli(tmp_path, repo_root):
     assert (out / "best" / "toy_marker.txt").read_text(encoding="utf-8") == "saved by the toy kind\n"
     assert (out / "best" / "config.json").exists()  # and the model itself, saved by the seq2seq kind
     preds = (out / "predictions" / "test" / "en.txt").read_text(encoding="utf-8").splitlines()
-    assert preds and all(p.startswith("TOY") for p in preds)
+    assert preds and all(p.startswith("HELLO") for p in preds)
     results = json.loads((out / "all_results.json").read_text())
     assert [h for h in results["history"] if "step" in h]  # it trained
-    assert json.loads((out / "train_config.json").read_text())["model"]["kind"] == "toy"
+    model = json.loads((out / "train_config.json").read_text())["model"]
+    assert (model["kind"], model["tag"], model["pretrained"]) == ("toy", "HELLO", "tiny:mbart")
+
+
+def test_a_kinds_options_live_with_it():
+    from dataclasses import fields
+
+    from multimsd.training.config import ModelSettings
+    from multimsd.training.kinds.lstm import LstmModelSettings
+    from multimsd.training.kinds.transformer import TransformerModelSettings
+    from multimsd.training.loop import to_train_config
+
+    assert {f.name for f in fields(ModelSettings)} == {"name", "kind", "pretrained", "dtype", "dropout"}
+    assert get_kind("causal").options is get_kind("seq2seq").options is TransformerModelSettings
+    assert get_kind("lstm").options is LstmModelSettings
+    # a plain dict gets its kind's options as the schema; the shared settings keep TrainConfig's defaults
+    cfg = to_train_config({"model": {"kind": "lstm", "lstm": {"hidden_size": 8}}})
+    assert isinstance(cfg.model, LstmModelSettings) and cfg.model.lstm.hidden_size == 8
+    assert cfg.model.pretrained == "offline:smollm2" and cfg.model.name == "smollm2_lora"
+    assert isinstance(to_train_config({}).model, TransformerModelSettings)
+    # a kind's settings from another kind's options: its defaults, the shared settings kept
+    lstm = get_kind("lstm").settings(
+        to_train_config({"model": {"pretrained": "x", "dtype": "bfloat16"}}).model
+    )
+    assert isinstance(lstm, LstmModelSettings) and (lstm.pretrained, lstm.dtype) == ("x", "bfloat16")
+    assert get_kind("seq2seq").default_options().pretrained == "facebook/mbart-large-50"

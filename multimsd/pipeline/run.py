@@ -274,7 +274,12 @@ def check_run_dir(run_dir: Path) -> None:
 
 # ------------------------------------------------------------------------------------------- stages
 def run_stage(stage: Stage) -> dict:
-    """Run one stage in this process through its importable ``run(cfg)``."""
+    """Run one stage in this process through its importable ``run(cfg)``, after importing the plugins its
+    config names (``align.plugins=[…]``, ``train.plugins=…``, ``evaluate.plugins=…``)."""
+    from multimsd.cli import load_plugins
+
+    if stage.config is not None and stage.kind != "pairs":
+        load_plugins(list(stage.config.get("plugins") or []))
     if stage.kind == "pairs":
         from multimsd.pipeline.pairs import build_pairs
 
