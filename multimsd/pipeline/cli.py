@@ -139,8 +139,8 @@ def check_command_line(config_name: str, argv: list[str]) -> None:
     overrides: list[str] = []
     try:
         for o in OverridesParser.create().parse_overrides(list(args.overrides)):
-            if o.key_or_group.split("/")[0].split(".")[0] == "hydra":
-                continue
+            if o.key_or_group.split("/")[0].split(".")[0] == "hydra" and o.key_or_group != "hydra.searchpath":
+                continue  # Hydra's own settings (launcher, sweeper, run dir): Hydra checks them
             if o.is_sweep_override():
                 first = next(iter(o.sweep_string_iterator()), None)
                 if first is None:
