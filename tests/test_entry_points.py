@@ -83,3 +83,16 @@ def test_a_users_group_option_on_hydras_search_path_passes_the_start_up_check(tm
         assert out.returncode == 0 and "name: mine" in out.stdout, out.stderr
     out = multimsd("align", "embedder=mine", "--cfg", "job", cwd=work)
     assert out.returncode == 2 and "Could not find 'embedder/mine'" in out.stderr
+
+
+def test_a_bad_value_is_not_mistaken_for_another_aligners_option(tmp_path):
+    out = multimsd("align", "aligner.threshold=abc", cwd=tmp_path)
+    assert (
+        out.returncode == 2
+        and "aligner.threshold: Value 'abc'" in out.stderr
+        and "option of" not in out.stderr
+    )
+    out = multimsd("align", "aligner.classifier.repeats=2", cwd=tmp_path)
+    assert out.returncode == 2 and "is an option of aligner=classifier: add aligner=classifier" in out.stderr
+    out = multimsd("train", "model.lstm.hidden_size=8", cwd=tmp_path)
+    assert out.returncode == 2 and "is an option of model=" in out.stderr

@@ -108,8 +108,8 @@ def _owner_hint(e: BaseException) -> str:
     x: BaseException | None = e
     while x is not None and not getattr(x, "full_key", None):
         x = x.__cause__ or x.__context__
-    if x is None:
-        return ""
+    if x is None or type(x).__name__ not in ("ConfigAttributeError", "ConfigKeyError"):
+        return ""  # only a key that does not exist here can belong elsewhere (not a bad value)
     group, _, rest = str(x.full_key).partition(".")
     field = rest.split(".")[0]
     entries = ConfigStore.instance().repo.get(group)
