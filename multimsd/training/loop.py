@@ -46,6 +46,7 @@ from multimsd.training.data import (
     Collator,
     PackingCollator,
     load_pairs,
+    loader_generator,
     select,
     tokenize_dataset,
     train_dataloader,
@@ -214,7 +215,10 @@ def run(cfg: TrainConfig | DictConfig | dict) -> dict:
     )
     val_dl = (
         torch.utils.data.DataLoader(
-            tok["validation"].select_columns(cols), batch_size=cfg.eval.batch_size, collate_fn=collate
+            tok["validation"].select_columns(cols),
+            batch_size=cfg.eval.batch_size,
+            collate_fn=collate,
+            generator=loader_generator(cfg.seed),  # no draw from the global RNG (see loader_generator)
         )
         if len(tok["validation"])
         else None
