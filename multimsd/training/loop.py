@@ -182,8 +182,10 @@ def run(cfg: TrainConfig | DictConfig | dict) -> dict:
         gradient_accumulation_steps=cfg.optim.grad_accum,
         log_with=list(cfg.report_to) or None,
         project_dir=str(out),
-        # A seedable sampler makes the shuffle a function of (seed, epoch): the same order after a resume.
-        dataloader_config=DataLoaderConfiguration(use_seedable_sampler=True),
+        # A seedable sampler makes the shuffle a function of (seed, epoch): the same order after a resume. Its
+        # seed is given, not read from torch.initial_seed() when the loader is prepared (which anything that
+        # calls torch.manual_seed on the way there, a model builder or a plugin, would change).
+        dataloader_config=DataLoaderConfiguration(use_seedable_sampler=True, data_seed=cfg.seed),
     )
     set_seed(cfg.seed)
     fingerprint = config_fingerprint(cfg)
