@@ -4,7 +4,10 @@ The same command as ``multimsd align`` (:mod:`multimsd.align`); the stage itself
 :func:`multimsd.alignment.stage.run`, importable and testable on its own.
 """
 
-from multimsd.align import main
-
 if __name__ == "__main__":
-    main()
+    from multimsd.interrupts import guard, installed
+
+    with installed(), guard():  # Ctrl-C while the libraries load is one line too, no traceback
+        from multimsd.align import main
+
+        main()

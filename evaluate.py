@@ -52,7 +52,10 @@ else:
         _mine = [p for p in sys.path if isinstance(p, str) and os.path.realpath(p or ".") == _here]
         sys.path[:] = [p for p in sys.path if p not in _mine] + _mine
 
-    from multimsd.evaluate import main  # the same command as `multimsd evaluate`
-
     if __name__ == "__main__":
-        main()
+        from multimsd.interrupts import guard, installed
+
+        with installed(), guard():  # Ctrl-C while the libraries load is one line too, no traceback
+            from multimsd.evaluate import main  # the same command as `multimsd evaluate`
+
+            main()

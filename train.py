@@ -4,7 +4,10 @@ The same command as ``multimsd train`` / ``accelerate launch -m multimsd.train``
 stage itself is :func:`multimsd.training.loop.run`.
 """
 
-from multimsd.train import main
-
 if __name__ == "__main__":
-    main()
+    from multimsd.interrupts import guard, installed
+
+    with installed(), guard():  # Ctrl-C while the libraries load is one line too, no traceback
+        from multimsd.train import main
+
+        main()

@@ -122,7 +122,9 @@ NOISY_LOGGERS = ("faiss", "sentence_transformers", "transformers", "peft", "acce
 
 
 def run_stage(run: Callable[[Any], Any], cfg: Any) -> Any:
-    """Run a stage; a :class:`MultimsdError` becomes one ``error: …`` line on stderr and exit status 2."""
+    """Run a stage; a :class:`MultimsdError` becomes one ``error: …`` line on stderr and exit status 2, an
+    interrupt (Ctrl-C, SIGTERM: :mod:`multimsd.interrupts`) one ``interrupted …`` line and 130 / 143."""
+    from multimsd import interrupts
     from multimsd.errors import MultimsdError
 
     logging.getLogger("multimsd").setLevel(logging.INFO)
@@ -134,10 +136,16 @@ def run_stage(run: Callable[[Any], Any], cfg: Any) -> Any:
         hf_logging.disable_progress_bar()
     except ImportError:  # pragma: no cover - transformers is a dependency
         pass
-    try:
-        load_plugins(list(cfg.get("plugins") or []) if hasattr(cfg, "get") else [])
-        return run(cfg)
-    except MultimsdError as e:
-        # One clear line for input/environment problems; tracebacks are for bugs.
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
+    # SIGTERM too raises where the stage is (already so when the command's main() installed the handlers)
+    with interrupts.installed():
+        try:
+            load_plugins(list(cfg.get("plugins") or []) if hasattr(cfg, "get") else [])
+            return run(cfg)
+        except BaseException as e:
+            if interrupts.is_interrupt(e):  # where it stopped and how to go on, from the stage's notes
+                interrupts.exit_interrupted(e)
+            if not isinstance(e, MultimsdError):
+                raise
+            # One clear line for input/environment problems; tracebacks are for bugs.
+            print(f"error: {e}", file=sys.stderr)
+            sys.exit(2)

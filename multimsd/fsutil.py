@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from multimsd import interrupts
 from multimsd.errors import MultimsdError
 
 
@@ -25,20 +26,22 @@ def check_replaceable(out: Path, marker: str, what: str) -> None:
 def atomic_directory(out: Path) -> Iterator[Path]:
     """Yield a temporary sibling of ``out`` to fill; on success it replaces ``out`` in two renames.
 
-    On any failure the temporary directory is removed and an earlier ``out`` is left as it was, so a
-    crash never leaves a half-written output where a reader expects a complete one.
+    On any failure (an interrupt too) the temporary directory is removed and an earlier ``out`` is left as it
+    was, so a crash never leaves a half-written output where a reader expects a complete one.
     """
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
         yield tmp
-        old = None
-        if out.exists():
-            old = out.with_name(f".{out.name}.old-{os.getpid()}")
-            os.replace(out, old)
-        os.replace(tmp, out)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+        # The swap is two renames: an interrupt (Ctrl-C, SIGTERM) waits until both are done.
+        with interrupts.deferred():
+            old = None
+            if out.exists():
+                old = out.with_name(f".{out.name}.old-{os.getpid()}")
+                os.replace(out, old)
+            os.replace(tmp, out)
+            if old is not None:
+                shutil.rmtree(old, ignore_errors=True)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
@@ -72,6 +75,22 @@ def check_writable_dir(path: Path | str, what: str) -> None:
         raise MultimsdError(f"{what} {path} cannot be written{where}: {reason}") from None
     os.close(fd)
     os.unlink(name)
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to a temporary sibling, then rename: a reader sees the old file or the whole new one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would hide results from the rest of a group
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def write_json_atomic(path: Path, data: Any) -> None:

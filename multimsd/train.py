@@ -35,10 +35,15 @@ def hydra_main(cfg: DictConfig) -> float | None:
 def main() -> float | None:
     """The command: plugins named on the command line (``plugins=[…]``) are imported first, so the options
     they register are part of the schema Hydra composes and checks; the command line is checked before
-    anything runs (one error line and exit 2 for a misspelt key, with or without ``+``)."""
-    preload_plugins()
-    check_command_line("train", sys.argv[1:])
-    return hydra_main()
+    anything runs (one error line and exit 2 for a misspelt key, with or without ``+``). An interrupt is one
+    line too (:mod:`multimsd.interrupts`)."""
+    from multimsd import interrupts
+
+    # Ctrl-C / SIGTERM anywhere in the command (start-up, Hydra, the stage): one line, exit 130 / 143
+    with interrupts.installed(), interrupts.guard():
+        preload_plugins()
+        check_command_line("train", sys.argv[1:])
+        return hydra_main()
 
 
 if __name__ == "__main__":

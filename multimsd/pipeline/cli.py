@@ -167,7 +167,14 @@ def run_stage_command(name: str, args: list[str]) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    from multimsd import interrupts
+
+    # Ctrl-C / SIGTERM anywhere (a stage's start-up included): one ``interrupted …`` line, exit 130 / 143
+    with interrupts.installed(), interrupts.guard():
+        _main(list(sys.argv[1:] if argv is None else argv))
+
+
+def _main(argv: list[str]) -> None:
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(COMMANDS)
         return

@@ -1,0 +1,188 @@
+"""Interrupts as a normal end of a command: Ctrl-C (SIGINT) and SIGTERM (``kill``; SLURM sends it before a kill).
+
+Every command (``align.py``, ``train.py``, ``evaluate.py``, ``multimsd …``) runs inside :func:`installed`: in
+the main thread of the process, SIGINT and SIGTERM then raise :class:`Interrupted` (a ``KeyboardInterrupt``) where
+the program is, so one path handles both. The work in flight is dropped as the exception unwinds; every output
+is written aside and renamed into place (:mod:`multimsd.fsutil`, the training checkpoints), so what unwinding
+removes is only temporary. :func:`multimsd.cli.run_stage` and :func:`guard` turn it into one line on stderr
+(printed by the main process of a multi-process launch only), no traceback, and exit status 128 + the signal
+(130 for SIGINT, 143 for SIGTERM)::
+
+    interrupted at step 31/38: the last complete checkpoint is out/checkpoints/step_00000030; run the same command to resume
+
+The line is put together from :func:`note` blocks the exception passed through on its way out, innermost
+first: where the work was (``at step 31/38``; the pipeline adds ``in stage 3/5 (train llama)``), what is on
+disk (``the last complete checkpoint is …``, ``nothing written to …``) and what to do (the outermost block's
+advice: ``run the same command to resume``).
+
+* Only the first signal interrupts. Later ones (a second Ctrl-C, the SIGTERM a launcher forwards after the
+  terminal's SIGINT) are ignored while the first one unwinds, so clean-up (removing a temporary directory)
+  is not cut in the middle and cannot print a second traceback. SIGKILL remains for a process that hangs.
+* :func:`deferred` marks the few steps that must not be cut: the renames that put a finished output in place.
+  A signal arriving inside is held and raised when the block ends.
+* After a signal, any exception is part of the interrupt: a process of a multi-process run that was waiting
+  for one that left gets a communication error, which is reported (or, off the main process, silenced) like
+  the interrupt itself.
+
+Outside :func:`installed` (a library call, a test) nothing changes: Python's own SIGINT handling applies, and
+:func:`deferred` and :func:`note` only pass exceptions through.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+_installed = False
+_received: int | None = None  # the first signal of this process
+_depth = 0  # nesting of deferred() blocks
+_pending = False  # a signal arrived inside a deferred() block
+
+
+class Interrupted(KeyboardInterrupt):
+    """Raised in the main thread by SIGINT or SIGTERM within :func:`installed`."""
+
+    def __init__(self, signum: int = signal.SIGINT):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _handler(signum: int, frame) -> None:
+    global _received, _pending
+    if _received is not None:
+        return  # the first signal is unwinding: let its clean-up finish
+    _received = signum
+    if _depth:
+        _pending = True
+        return
+    raise Interrupted(signum)
+
+
+@contextlib.contextmanager
+def installed() -> Iterator[None]:
+    """Within the block, SIGINT and SIGTERM raise :class:`Interrupted` (main thread only; nested blocks and
+    other threads change nothing); the previous handlers come back at its end, unless a signal came (the
+    process is on its way out: later signals stay ignored)."""
+    global _installed, _pending
+    if _installed or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {s: signal.signal(s, _handler) for s in SIGNALS}
+    _installed = True
+    try:
+        yield
+    finally:
+        if _received is None:  # after a signal, later ones stay ignored while the process exits
+            for s, h in previous.items():
+                signal.signal(s, h)
+            _installed, _pending = False, False
+
+
+def received() -> int | None:
+    """The signal that interrupted this process, or None."""
+    return _received
+
+
+@contextlib.contextmanager
+def deferred() -> Iterator[None]:
+    """A block that a signal must not cut in the middle: one arriving inside is raised when the block ends."""
+    global _depth, _pending
+    _depth += 1
+    try:
+        yield
+    finally:
+        _depth -= 1
+    if _depth == 0 and _pending:
+        _pending = False
+        raise Interrupted(_received or signal.SIGINT)
+
+
+Text = str | Callable[[], str]
+
+
+def _text(t: Text) -> str:
+    try:
+        return t() if callable(t) else t
+    except Exception as e:  # a description must never hide the interrupt
+        return f"(state unknown: {type(e).__name__})"
+
+
+@contextlib.contextmanager
+def note(where: Text = "", state: Text = "", advice: Text = "") -> Iterator[None]:
+    """Describe the work of this block for the line an interrupt prints (texts may be callables, evaluated
+    when the interrupt passes): ``where`` (``at step 31/38``), ``state`` (what is on disk now), ``advice``."""
+    try:
+        yield
+    except BaseException as e:
+        if is_interrupt(e):
+            notes = list(getattr(e, "multimsd_notes", ()))
+            notes.append((_text(where), _text(state), _text(advice)))
+            with contextlib.suppress(AttributeError):  # an exception type with __slots__
+                e.multimsd_notes = notes  # type: ignore[attr-defined]
+        raise
+
+
+def message(e: BaseException | None = None) -> str:
+    """The one line that reports an interrupt, from the notes of ``e`` (innermost first)."""
+    notes = list(getattr(e, "multimsd_notes", ()))
+    signum = getattr(e, "signum", None) or _received or signal.SIGINT
+    line = "interrupted" + (f" by {signal.Signals(signum).name}" if signum != signal.SIGINT else "")
+    where = " ".join(w for w, _, _ in reversed(notes) if w)
+    if where:
+        line += f" {where}"
+    state = next((s for _, s, _ in notes if s), "")
+    if state:
+        line += f": {state}"
+    advice = next((a for _, _, a in reversed(notes) if a), "") or "run the same command again"
+    return f"{line}; {advice}"
+
+
+def is_interrupt(e: BaseException) -> bool:
+    """``e`` is an interrupt, or an error that followed one (not an exit already decided)."""
+    return isinstance(e, KeyboardInterrupt) or (_received is not None and not isinstance(e, SystemExit))
+
+
+def exit_code(e: BaseException | None = None) -> int:
+    return 128 + int(getattr(e, "signum", None) or _received or signal.SIGINT)
+
+
+def is_main_process() -> bool:
+    """Whether this is the process that prints: rank 0 of a launch, or a process that is not part of one."""
+    return os.environ.get("RANK", "0") in ("", "0")
+
+
+def exit_interrupted(e: BaseException) -> None:
+    """Print the interrupt's line (main process only) and exit with 128 + its signal."""
+    if is_main_process():
+        sys.stdout.flush()
+        print(message(e), file=sys.stderr, flush=True)
+    raise SystemExit(exit_code(e))
+
+
+@contextlib.contextmanager
+def guard() -> Iterator[None]:
+    """Around a whole command: an interrupt anywhere (start-up, Hydra, the stage) is one line and its exit code."""
+    try:
+        yield
+    except BaseException as e:
+        if not is_interrupt(e):
+            raise
+        exit_interrupted(e)
+
+
+def output_state(out: Path | str, since: float) -> str:
+    """What an interrupted stage left in ``out``, which it writes in one rename at its end (started ``since``,
+    a ``time.time()``): nothing, or the complete output."""
+    out = Path(out)
+    try:
+        complete = out.is_dir() and out.stat().st_mtime >= since
+    except OSError:
+        complete = False
+    return f"{out} is complete" if complete else f"nothing written to {out}"
