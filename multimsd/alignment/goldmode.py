@@ -12,9 +12,10 @@ give: a diagnostic of how much the tuning on the other half costs, never a resul
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 
-from multimsd import LANGUAGES
+from multimsd import LANGUAGES, interrupts
 from multimsd.alignment.aligners import aligner_candidates, get_aligners
 from multimsd.alignment.encode import embed_documents, make_embedder
 from multimsd.alignment.goldscore import (
@@ -210,6 +211,12 @@ def run_gold(cfg: AlignConfig) -> dict:
     out = Path(cfg.gold.report_dir)
     check_replaceable(out, "gold_results.json", "a gold report")
     check_writable_dir(out, "gold.report_dir")
+    started = time.time()
+    with interrupts.note(state=lambda: interrupts.output_state(out, started)):  # an interrupt: one line
+        return _run_gold(cfg, out)
+
+
+def _run_gold(cfg: AlignConfig, out: Path) -> dict:
     docs = load_gold_docs(cfg.gold.path)
     results = evaluate_gold(cfg, docs)
     table = gold_markdown(results)

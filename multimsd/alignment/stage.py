@@ -22,12 +22,13 @@ from __future__ import annotations
 import json
 import logging
 import os
+import time
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from multimsd import LANGUAGES
+from multimsd import LANGUAGES, interrupts
 from multimsd.alignment.aligners import ALIGNERS, aligner_candidates, all_modes, check_threshold, get_aligner
 from multimsd.alignment.aligners.registry import STAGE_MODES
 from multimsd.alignment.embed.shard import current_shard
@@ -101,7 +102,13 @@ def run(cfg: AlignConfig | DictConfig | dict) -> dict:
         return all_modes()[cfg.mode](cfg)
     out_dir = Path(cfg.output.dir)
     _check_output_dir(out_dir)
+    started = time.time()
+    # An interrupt (Ctrl-C, SIGTERM) prints one line: the output is written whole at the end, or not at all.
+    with interrupts.note(state=lambda: interrupts.output_state(out_dir, started)):
+        return _align(cfg, out_dir)
 
+
+def _align(cfg: AlignConfig, out_dir: Path) -> dict:
     # 1. input
     langs = list(cfg.data.languages)
     pairs = [p for p in load_article_pairs(cfg.data.path, cfg.data.hub_split) if p.lang in langs]

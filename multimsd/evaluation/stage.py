@@ -25,12 +25,13 @@ both counts), unknown languages, tokenizers, metrics or baselines.
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from multimsd import LANGUAGES, __version__
+from multimsd import LANGUAGES, __version__, interrupts
 from multimsd.config import EvaluateConfig
 from multimsd.errors import MultimsdError
 from multimsd.evaluation.inputs import BASELINES, load_predictions, load_references
@@ -133,15 +134,21 @@ def check_config(cfg: EvaluateConfig) -> None:
 # ---------------------------------------------------------------------------------------------- the stage
 def run(cfg: EvaluateConfig | DictConfig | dict) -> dict:
     """Run the evaluation stage; return the results (also written to ``output.dir/results.json``)."""
-    import sacrebleu
-
-    from multimsd.metrics import describe_metrics
-
     cfg = to_config(cfg)
     check_config(cfg)
     out_dir = Path(cfg.output.dir)
     check_replaceable(out_dir, MARKER, "a multimsd evaluation output")
     check_writable_dir(out_dir, "output.dir")
+    started = time.time()
+    # An interrupt (Ctrl-C, SIGTERM) prints one line: the output is written whole at the end, or not at all.
+    with interrupts.note(state=lambda: interrupts.output_state(out_dir, started)):
+        return _evaluate(cfg, out_dir)
+
+
+def _evaluate(cfg: EvaluateConfig, out_dir: Path) -> dict:
+    import sacrebleu
+
+    from multimsd.metrics import describe_metrics
 
     # 1. references and predictions
     refs = load_references(cfg)

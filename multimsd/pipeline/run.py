@@ -35,6 +35,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from multimsd import interrupts
 from multimsd.cli import config_error_line, extra_keys
 from multimsd.errors import MultimsdError
 from multimsd.paths import conf_dir
@@ -335,10 +336,12 @@ def execute(stages: list[Stage], records: StageRecords, run_dir: Path) -> dict[s
         logger.info("%s: running", head)
         records.mark_started(stage.name, stage.fp)
         t0 = time.perf_counter()
-        run_stage(stage)
-        seconds = time.perf_counter() - t0
-        # Checkpoints are the training loop's own business (it verifies them): the manifest covers results.
-        records.mark_done(stage.name, stage.fp, stage.out, seconds, skip=("checkpoints", "gold"))
+        # An interrupt names the stage; the stage adds where it was and what it left (its own notes).
+        with interrupts.note(where=f"in stage {i}/{len(stages)} ({stage.name})"):
+            run_stage(stage)
+            seconds = time.perf_counter() - t0
+            # Checkpoints are the training loop's own business (it verifies them): the manifest covers results.
+            records.mark_done(stage.name, stage.fp, stage.out, seconds, skip=("checkpoints", "gold"))
         status[stage.name] = {"ran": True, "seconds": seconds}
         logger.info("%s: done in %.1f s", head, seconds)
     return status
@@ -462,14 +465,19 @@ def run(cfg: RunConfig | DictConfig | dict, argv: list[str] | None = None) -> di
     records = StageRecords(run_dir)
     records.dir.mkdir(exist_ok=True)
     t0 = time.perf_counter()
-    status = execute(stages, records, run_dir)
-    results = write_run_files(cfg, run_dir, stages, status, argv if argv is not None else sys.argv[2:])
-    if cfg.report:
-        t_report = time.perf_counter()
-        report = build_report(run_dir)
-        if report is not None:
-            status["report"] = {"ran": True, "seconds": time.perf_counter() - t_report}
-            results["report"] = {k: str(v) for k, v in report.items() if k in ("html", "md")}
+    # Interrupted (Ctrl-C, SIGTERM): one line naming the stage; finished stages are kept and skipped next time.
+    with interrupts.note(advice="run the same command to continue (finished stages are skipped)"):
+        status = execute(stages, records, run_dir)
+        with interrupts.note(where="while writing the run's results and report"):
+            results = write_run_files(
+                cfg, run_dir, stages, status, argv if argv is not None else sys.argv[2:]
+            )
+            if cfg.report:
+                t_report = time.perf_counter()
+                report = build_report(run_dir)
+                if report is not None:
+                    status["report"] = {"ran": True, "seconds": time.perf_counter() - t_report}
+                    results["report"] = {k: str(v) for k, v in report.items() if k in ("html", "md")}
     results["seconds"] = time.perf_counter() - t0
     results["dir"] = str(run_dir)
     return results

@@ -30,6 +30,7 @@ import os
 import shutil
 from pathlib import Path
 
+from multimsd import interrupts
 from multimsd.errors import MultimsdError
 
 log = logging.getLogger(__name__)
@@ -176,26 +177,37 @@ def last_checkpoint(out: Path) -> Path | None:
     return None
 
 
-def save_checkpoint(accelerator, out: Path, state: TrainState, keep: int = 2) -> None:
+def save_checkpoint(accelerator, out: Path, state: TrainState, keep: int = 2) -> Path:
     """Model (what trains), optimizer, scheduler, RNG states and :class:`TrainState`; the last ``keep`` kept.
 
     Written under a temporary name and renamed when complete, so a run killed mid-save (SIGKILL, OOM,
-    pre-emption) leaves only whole checkpoints for the next run to resume from.
+    pre-emption) leaves only whole checkpoints for the next run to resume from; an interrupt (Ctrl-C,
+    SIGTERM) removes the partial one on its way out. Returns the checkpoint's directory.
     """
     final = out / "checkpoints" / f"step_{state.step:08d}"
     tmp = out / "checkpoints" / f".tmp_step_{state.step:08d}"
-    accelerator.save_state(str(tmp))
-    accelerator.wait_for_everyone()  # every process's files (RNG states, shards) are in `tmp`
+    try:
+        accelerator.save_state(str(tmp))
+        accelerator.wait_for_everyone()  # every process's files (RNG states, shards) are in `tmp`
+        if accelerator.is_main_process:
+            write_manifest(tmp)  # last: a checkpoint with a manifest was complete when it was written
+    except BaseException:
+        # Interrupted (Ctrl-C, SIGTERM) or failed while writing: the partial checkpoint goes, the last
+        # complete one stays the one to resume from.
+        if accelerator.is_main_process:
+            shutil.rmtree(tmp, ignore_errors=True)
+        raise
     if accelerator.is_main_process:
-        write_manifest(tmp)  # last: a checkpoint with a manifest was complete when it was written
-        if final.exists():
-            shutil.rmtree(final)
-        tmp.rename(final)
-        ckpts = sorted((out / "checkpoints").glob("step_*"), key=_step)
-        # Checkpoints past this step are ones this run skipped as corrupted when it resumed (else it would have
-        # resumed from them): they go, so that they cannot hold a place of the `keep` good ones.
-        stale = [p for p in ckpts if _step(p) > state.step]
-        kept = [p for p in ckpts if _step(p) <= state.step]
-        for p in stale + kept[:-keep]:
-            shutil.rmtree(p, ignore_errors=True)
+        with interrupts.deferred():  # the swap and the pruning are done whole
+            if final.exists():
+                shutil.rmtree(final)
+            tmp.rename(final)
+            ckpts = sorted((out / "checkpoints").glob("step_*"), key=_step)
+            # Checkpoints past this step are ones this run skipped as corrupted when it resumed (else it would
+            # have resumed from them): they go, so that they cannot hold a place of the `keep` good ones.
+            stale = [p for p in ckpts if _step(p) > state.step]
+            kept = [p for p in ckpts if _step(p) <= state.step]
+            for p in stale + kept[:-keep]:
+                shutil.rmtree(p, ignore_errors=True)
     accelerator.wait_for_everyone()
+    return final

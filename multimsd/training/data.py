@@ -14,6 +14,7 @@ import torch
 
 from multimsd import LANGUAGES
 from multimsd.errors import MultimsdError
+from multimsd.fsutil import write_text_atomic
 from multimsd.io import load_pair_records
 from multimsd.split import SPLITS, SplitConfig, split_article_ids
 from multimsd.training.config import TrainData
@@ -337,6 +338,5 @@ def loader_generator(seed: int) -> torch.Generator:
 
 
 def write_jsonl(path: Path, rows: list[dict]) -> None:
-    with open(path, "w", encoding="utf-8") as f:
-        for r in rows:
-            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    """One JSON object a line, written aside and renamed into place (never a half-written file)."""
+    write_text_atomic(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import shutil
 import time
 from itertools import islice
 from pathlib import Path
@@ -29,8 +30,9 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from multimsd import interrupts
 from multimsd.errors import MultimsdError
-from multimsd.fsutil import check_writable_dir
+from multimsd.fsutil import check_writable_dir, write_text_atomic
 from multimsd.split import check_split_config
 from multimsd.training.checkpoint import (
     TrainState,
@@ -158,14 +160,77 @@ def _improved(cfg: TrainConfig, metrics: dict, best: float | None) -> tuple[bool
     return better, value if better else best
 
 
+class Progress:
+    """Where a run is, for the one line an interrupt (Ctrl-C, SIGTERM) prints (:mod:`multimsd.interrupts`):
+    ``interrupted at step 31/38: the last complete checkpoint is …/step_00000030; run the same command to
+    resume``. The step in flight is dropped; the run goes on from the last complete checkpoint."""
+
+    def __init__(self, cfg: TrainConfig):
+        self.out, self.resume, self.every = Path(cfg.output_dir), cfg.resume, cfg.checkpoint_every
+        self.phase = (
+            "icl" if cfg.mode == "icl" else "start"
+        )  # start, step, checkpoint, evaluation, predictions
+        self.state: TrainState | None = None
+        self.total = 0  # optimizer steps of the run
+        self.checkpoint: Path | None = None  # the last complete checkpoint this run resumed from or wrote
+        self.bar = None  # the progress bar, closed (its line ended) before the interrupt's line is printed
+
+    def where(self) -> str:
+        s, total = self.state, self.total
+        if self.bar is not None:
+            self.bar.close()
+        if self.phase == "icl":
+            return "while prompting"
+        if s is None or self.phase == "start":
+            return "before training"
+        if self.phase == "step":
+            return f"at step {s.step + 1}/{total}"
+        if self.phase == "checkpoint":
+            return f"at step {s.step}/{total} (saving its checkpoint)"
+        if self.phase == "evaluation":
+            return f"in the evaluation of epoch {s.epoch} (after step {s.step}/{total})"
+        return f"while writing the predictions (training is complete: step {s.step}/{total})"
+
+    def last_checkpoint(self) -> Path | None:
+        if self.checkpoint is not None:
+            return self.checkpoint
+        # step_* are complete by construction (renamed into place when written whole)
+        found = sorted((self.out / "checkpoints").glob("step_*"))
+        return found[-1] if found else None
+
+    def on_disk(self) -> str:
+        if self.phase == "icl":
+            return f"no results in {self.out}"
+        ckpt = self.last_checkpoint()
+        if ckpt is None:
+            when = "" if self.every else " (checkpoint_every=0: one at the end of each epoch)"
+            return f"no checkpoint in {self.out} yet{when}"
+        return f"the last complete checkpoint is {ckpt}"
+
+    def advice(self) -> str:
+        if self.phase == "icl" or self.last_checkpoint() is None:
+            return "run the same command to start again"
+        if not self.resume:
+            return "run it again with resume=true to resume"
+        if self.phase == "predictions":
+            return "run the same command to write them"
+        return "run the same command to resume"
+
+
 # ---------------------------------------------------------------------------------------------- the stage
 def run(cfg: TrainConfig | DictConfig | dict) -> dict:
     """Train (or prompt, ``mode=icl``) and evaluate; return the final metrics (also in all_results.json)."""
+    cfg = to_train_config(cfg)
+    check_config(cfg)
+    progress = Progress(cfg)
+    with interrupts.note(progress.where, progress.on_disk, progress.advice):
+        return _run(cfg, progress)
+
+
+def _run(cfg: TrainConfig, progress: Progress) -> dict:
     from accelerate import Accelerator
     from accelerate.utils import DataLoaderConfiguration, set_seed
 
-    cfg = to_train_config(cfg)
-    check_config(cfg)
     kind = get_kind(cfg.model.kind)
     out = Path(cfg.output_dir)
     check_writable_dir(out, "output_dir")  # before loading data and model, not at the first write
@@ -270,9 +335,13 @@ def run(cfg: TrainConfig | DictConfig | dict) -> dict:
         load_checkpoint(accelerator, ckpt, model)
         resumed_from = str(ckpt)
         accelerator.print(f"resumed from {ckpt} (epoch {state.epoch}, step {state.step})")
+        progress.checkpoint = ckpt
     elif accelerator.is_main_process:
         out.mkdir(parents=True, exist_ok=True)
-        (out / "train_config.json").write_text(json.dumps(fingerprint, indent=2) + "\n", encoding="utf-8")
+        write_text_atomic(out / "train_config.json", json.dumps(fingerprint, indent=2) + "\n")
+    if accelerator.is_main_process:  # what a run killed while saving a checkpoint (SIGKILL) left
+        for partial in (out / "checkpoints").glob(".tmp_step_*"):
+            shutil.rmtree(partial, ignore_errors=True)
 
     # how the steps were computed (loss.chunked / data.packing apply where they can, see multimsd.training.forward)
     results: dict = {"resumed_from": resumed_from, "chunked_loss": losses.chunked, "packing": packing}
@@ -288,6 +357,7 @@ def run(cfg: TrainConfig | DictConfig | dict) -> dict:
     bar = tqdm(
         total=total_steps, initial=state.step, desc="training", disable=not accelerator.is_local_main_process
     )
+    progress.state, progress.total, progress.bar, progress.phase = state, total_steps, bar, "step"
     while not state.done and state.epoch < cfg.optim.epochs:
         train_dl.set_epoch(state.epoch)
         dl = (
@@ -340,11 +410,14 @@ def run(cfg: TrainConfig | DictConfig | dict) -> dict:
             bar.update(1)
             bar.set_postfix(loss=f"{loss_value:.4f}")
             if cfg.checkpoint_every and state.step % cfg.checkpoint_every == 0:
-                save_checkpoint(accelerator, out, state)
+                progress.phase = "checkpoint"
+                progress.checkpoint = save_checkpoint(accelerator, out, state) or progress.checkpoint
+                progress.phase = "step"
             if cfg.optim.max_steps and state.step >= cfg.optim.max_steps:
                 state.done = True
                 break
         # --- end of epoch: evaluate, keep the best, stop early, checkpoint
+        progress.phase = "evaluation"
         metrics = evaluate_epoch(cfg, model, tokenizer, val_dl, val_rows, accelerator, losses)
         if accelerator.num_processes > 1:  # generation metrics exist on the main process: share them
             from accelerate.utils import broadcast_object_list
@@ -366,8 +439,11 @@ def run(cfg: TrainConfig | DictConfig | dict) -> dict:
                 state.done = True
         state.epoch += 1
         state.batches_in_epoch = 0
-        save_checkpoint(accelerator, out, state)
+        progress.phase = "checkpoint"
+        progress.checkpoint = save_checkpoint(accelerator, out, state) or progress.checkpoint
+        progress.phase = "step"
     bar.close()
+    progress.phase = "predictions"
 
     # --- final: the best model's predictions, and the results file
     accelerator.wait_for_everyone()
@@ -441,7 +517,7 @@ def write_predictions(
         d.mkdir(parents=True, exist_ok=True)
         for lang in sorted({r["lang"] for r in split_rows}):
             lines = [p.replace("\n", " ") for r, p in zip(split_rows, preds) if r["lang"] == lang]
-            (d / f"{lang}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+            write_text_atomic(d / f"{lang}.txt", "\n".join(lines) + "\n")
         write_jsonl(
             d / "references.jsonl", [{k: r[k] for k in ("complex", "simple", "lang")} for r in split_rows]
         )
@@ -449,9 +525,7 @@ def write_predictions(
         accelerator.print(f"{split}: {_fmt(results[split])}")
     if accelerator.is_main_process:
         out.mkdir(parents=True, exist_ok=True)
-        (out / "all_results.json").write_text(
-            json.dumps(results, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
-        )
+        write_text_atomic(out / "all_results.json", json.dumps(results, indent=2, ensure_ascii=False) + "\n")
 
 
 def _check_resume_target(out: Path, fingerprint: dict, cfg: TrainConfig) -> None:
