@@ -92,14 +92,20 @@ def _saved_weight_names(ckpt: Path) -> set[str] | None:
         return set(f.keys())
 
 
+def _plain(names: set[str]) -> set[str]:
+    return {n.removeprefix("module.") for n in names}
+
+
 def load_checkpoint(accelerator, ckpt: Path, model) -> None:
     """Restore a checkpoint written by :func:`save_checkpoint` into the prepared objects of ``accelerator``."""
     if not has_frozen_parameters(model):
         accelerator.load_state(str(ckpt))
         return
-    saved, want = _saved_weight_names(ckpt), trainable_names(model)
-    if saved is not None and not want <= saved:
-        missing = sorted(want - saved)
+    # Under DDP the names may carry its "module." prefix on one side only: Accelerate saves the model it keeps
+    # (wrapped on GPUs, unwrapped on several CPU processes), while `model` is what prepare() returned.
+    saved, want = _saved_weight_names(ckpt), _plain(trainable_names(model))
+    if saved is not None and not want <= _plain(saved):
+        missing = sorted(want - _plain(saved))
         raise MultimsdError(
             f"checkpoint {ckpt} lacks {len(missing)} trainable weight(s) of this model (e.g. {missing[0]}); "
             f"it was written by another model or adapter: use another output_dir"
