@@ -354,10 +354,14 @@ def _run(cfg: TrainConfig, progress: Progress) -> dict:
     scale = cfg.optim.grad_accum * accelerator.num_processes  # see multimsd.training.loss: undo averaging
     from tqdm.auto import tqdm
 
+    # The optimizer steps this process will take: its share of the batches (the scheduler's total above counts
+    # the batches of one process alone, as Accelerate steps a prepared scheduler once per process).
+    steps = math.ceil(len(train_dl) / cfg.optim.grad_accum) * cfg.optim.epochs
+    steps = min(steps, cfg.optim.max_steps) if cfg.optim.max_steps else steps
     bar = tqdm(
-        total=total_steps, initial=state.step, desc="training", disable=not accelerator.is_local_main_process
+        total=steps, initial=state.step, desc="training", disable=not accelerator.is_local_main_process
     )
-    progress.state, progress.total, progress.bar, progress.phase = state, total_steps, bar, "step"
+    progress.state, progress.total, progress.bar, progress.phase = state, steps, bar, "step"
     while not state.done and state.epoch < cfg.optim.epochs:
         train_dl.set_epoch(state.epoch)
         dl = (
