@@ -1,10 +1,12 @@
 """``multimsd run``: the pipeline end to end on tiny models, re-runs that skip what is unchanged, bad input that
-fails before any work, and SIGKILL at several points followed by the same command (same final numbers)."""
+fails before any work, and SIGKILL at several points (Ctrl-C / SIGTERM while training) followed by the same
+command (same final numbers)."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -179,6 +181,43 @@ def test_sigkill_at_three_points_then_same_numbers(reference_run, tmp_path):
     final = multimsd(d)
     assert final.returncode == 0, final.stderr[-3000:]
     assert "align" in skipped(final)  # finished stages are not redone
+    assert numbers(d) == numbers(reference_run)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_interrupt_in_training_is_one_line_then_the_same_command_continues(reference_run, tmp_path, sig):
+    """Ctrl-C (SIGINT to the whole process group, as from a terminal) or SIGTERM while a system trains: exit
+    130 / 143, one line naming the stage, the step and the last complete checkpoint, no traceback; the same
+    command then skips what finished, resumes the training and ends with the uninterrupted run's numbers."""
+    d = tmp_path / "run"
+    ckpt = d / "systems" / "finetuned_theta1" / "checkpoints"
+    err = tmp_path / "stderr"
+    with err.open("w") as f:
+        proc = subprocess.Popen(cmd(d), stdout=subprocess.DEVNULL, stderr=f, start_new_session=True)
+    t0 = time.time()
+    while not (ckpt.is_dir() and any(ckpt.glob("step_*"))):
+        assert proc.poll() is None, "the run ended before it could be interrupted"
+        assert time.time() - t0 < 300, "the interrupt point was not reached in time"
+        time.sleep(0.02)
+    os.killpg(proc.pid, sig)
+    assert proc.wait(timeout=120) == 128 + sig
+    text = err.read_text()
+    assert "Traceback" not in text, text[-3000:]
+    hits = [ln for ln in text.splitlines() if ln.startswith("interrupted")]
+    assert len(hits) == 1 and text.rstrip().endswith(hits[0]), text[-3000:]
+    assert re.fullmatch(
+        r"interrupted( by SIGTERM)? in stage 3/\d+ \(train/finetuned_theta1\) (at step \d+/\d+( \(saving its "
+        r"checkpoint\))?|in the evaluation of epoch \d \(after step \d+/\d+\)): the last complete checkpoint is "
+        rf"{re.escape(str(ckpt))}/step_\d+; run the same command to continue \(finished stages are skipped\)",
+        hits[0],
+    ), hits[0]
+    assert not (d / "results.json").exists()
+    assert not [p for p in d.rglob(".*") if p.name != ".stages" and ".stages" not in p.parts]  # no temp files
+
+    final = multimsd(d)
+    assert final.returncode == 0, final.stderr[-3000:]
+    assert skipped(final)[:2] == ["align", "train/zero_shot"]
+    assert "train/finetuned_theta1: continuing an unfinished run" in final.stderr
     assert numbers(d) == numbers(reference_run)
 
 
