@@ -123,8 +123,10 @@ NOISY_LOGGERS = ("faiss", "sentence_transformers", "transformers", "peft", "acce
 
 def run_stage(run: Callable[[Any], Any], cfg: Any) -> Any:
     """Run a stage; a :class:`MultimsdError` becomes one ``error: …`` line on stderr and exit status 2."""
+    from multimsd.console import quiet_console
     from multimsd.errors import MultimsdError
 
+    quiet_console()  # library deprecation warnings off, log lines apart from progress bars (commands only)
     logging.getLogger("multimsd").setLevel(logging.INFO)
     for name in NOISY_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)

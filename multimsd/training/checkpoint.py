@@ -30,6 +30,7 @@ import os
 import shutil
 from pathlib import Path
 
+from multimsd.console import without_log_message
 from multimsd.errors import MultimsdError
 
 log = logging.getLogger(__name__)
@@ -184,7 +185,9 @@ def save_checkpoint(accelerator, out: Path, state: TrainState, keep: int = 2) ->
     """
     final = out / "checkpoints" / f"step_{state.step:08d}"
     tmp = out / "checkpoints" / f".tmp_step_{state.step:08d}"
-    accelerator.save_state(str(tmp))
+    # Tied weights (mBART's embeddings and head) are saved once, as they should: Accelerate says so every time.
+    with without_log_message("accelerate.utils.other", "Removed shared tensor"):
+        accelerator.save_state(str(tmp))
     accelerator.wait_for_everyone()  # every process's files (RNG states, shards) are in `tmp`
     if accelerator.is_main_process:
         write_manifest(tmp)  # last: a checkpoint with a manifest was complete when it was written

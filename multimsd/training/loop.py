@@ -29,6 +29,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from multimsd.console import say
 from multimsd.errors import MultimsdError
 from multimsd.fsutil import check_writable_dir
 from multimsd.split import check_split_config
@@ -344,7 +345,7 @@ def run(cfg: TrainConfig | DictConfig | dict) -> dict:
             from accelerate.utils import broadcast_object_list
 
             metrics = broadcast_object_list([metrics])[0]
-        accelerator.print(f"epoch {state.epoch}: {_fmt(metrics)}")
+        say(f"epoch {state.epoch}: {_fmt(metrics)}", accelerator)  # on a line of its own, not after the bar
         accelerator.log(
             {f"val/{k}": v for k, v in metrics.items() if isinstance(v, int | float)}, step=state.step
         )
@@ -356,7 +357,7 @@ def run(cfg: TrainConfig | DictConfig | dict) -> dict:
         else:
             state.bad_epochs += 1
             if state.bad_epochs >= cfg.eval.patience:
-                accelerator.print(f"early stopping: no improvement for {state.bad_epochs} epoch(s)")
+                say(f"early stopping: no improvement for {state.bad_epochs} epoch(s)", accelerator)
                 state.done = True
         state.epoch += 1
         state.batches_in_epoch = 0
