@@ -121,7 +121,11 @@ def _files(directory: Path) -> list[Path]:
 
 
 def write_manifest(directory: Path) -> None:
-    """Record size and SHA-256 of every file in ``directory``; call it when the directory is complete."""
+    """Record size and SHA-256 of every file in ``directory``; call it when the directory is complete.
+    Modes follow the user's umask first (libraries save weights through 0600 temporary files)."""
+    from multimsd.fsutil import share_modes
+
+    share_modes(directory)
     entries = {
         p.relative_to(directory).as_posix(): {"size": p.stat().st_size, "sha256": _sha256(p)}
         for p in _files(directory)
