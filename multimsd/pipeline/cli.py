@@ -40,7 +40,7 @@ Run keys (conf/pipeline/run.yaml):
   experiment=NAME              a preset of conf/pipeline/experiment/ (e.g. llama31_multi_weighted)
   debug=tiny                   seconds-long run on tiny random models (tests)
   systems.NAME.kind=train|icl|copy   the systems compared in the report (a new NAME adds one)
-  systems.NAME.label=TEXT            its name in the report
+  systems.NAME.label=TEXT            its name in the report (default: what ran, e.g. "SmolLM2-135M-Instruct + LoRA, θ = 4")
   systems.NAME.enabled=false         leave a system of the defaults / a preset out
   systems.NAME.train.KEY=VALUE       a train.py override of that system only
   sweep.parameter=loss.theta sweep.values=[1,4]    one trained system per value

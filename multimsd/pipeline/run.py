@@ -90,7 +90,7 @@ def compose(
     try:
         with initialize_config_dir(version_base="1.3", config_dir=str(where), job_name="multimsd_run"):
             cfg = hydra_compose(config_name=config_name, overrides=overrides)
-    except (HydraException, OmegaConfBaseException) as e:
+    except (HydraException, OmegaConfBaseException, ValueError) as e:
         raise MultimsdError(f"{config_name} config: {config_error_line(e)}{_owner_hint(e)}") from None
     finally:
         GlobalHydra.instance().clear()
@@ -158,19 +158,45 @@ def expand_systems(cfg: RunConfig | DictConfig) -> dict[str, dict]:
             raise MultimsdError(f"systems.{name}.kind={sc.kind!r}: choose one of {', '.join(SYSTEM_KINDS)}")
         if not name.replace("_", "").replace("-", "").isalnum():
             raise MultimsdError(f"systems.{name}: use letters, digits, '_' and '-' in system names")
-        base = {"kind": sc.kind, "train": list(sc.train), "label": sc.label or name, "sweep": None}
+        # label: the user's (systems.NAME.label) or, once its config is composed (plan), what ran
+        base = {"kind": sc.kind, "train": list(sc.train), "label": sc.label, "sweep": None, "suffix": ""}
         if sc.kind == "train" and param:
             short = param.rsplit(".", 1)[-1]
             for v in values:
                 out[f"{name}_{short}{v}"] = {
                     **base,
                     "train": [*base["train"], f"{param}={v}"],
-                    "label": f"{base['label']}, {short}={v}",
+                    "suffix": f", {'θ' if short == 'theta' else short} = {v}",
                     "sweep": v,
                 }
         else:
             out[name] = base
     return out
+
+
+# Offline builders and what they build, for the labels of the report.
+MODEL_NAMES = {
+    "offline:smollm2": "SmolLM2-135M-Instruct",
+    "tiny:llama": "tiny random Llama",
+    "tiny:mbart": "tiny random mBART",
+}
+
+
+def system_label(kind: str, train_cfg: DictConfig | None) -> str:
+    """What a system is, from the config that runs it: the model, prompted k-shot or fine-tuned (with LoRA or
+    fully). ``systems.NAME.label`` wins over it; a swept system gets its value appended."""
+    if kind == "copy" or train_cfg is None:
+        return "copy baseline"
+    m = train_cfg.model
+    pretrained = str(m.pretrained)
+    if pretrained == "scratch":
+        model = f"LSTM seq2seq ({m.name})"
+    else:
+        model = MODEL_NAMES.get(pretrained) or Path(pretrained.rstrip("/")).name or pretrained
+    if kind == "icl":
+        return f"{model} {train_cfg.icl.shots}-shot"
+    lora = m.get("lora")
+    return f"{model} + LoRA" if lora is not None and lora.enabled else f"{model} fine-tuned"
 
 
 def plan(cfg: RunConfig | DictConfig, run_dir: Path) -> list[Stage]:
@@ -214,6 +240,7 @@ def plan(cfg: RunConfig | DictConfig, run_dir: Path) -> list[Stage]:
     systems = expand_systems(cfg)
     for name, sys_cfg in systems.items():
         if sys_cfg["kind"] == "copy":
+            sys_cfg["label"] = sys_cfg["label"] or system_label("copy", None)
             continue
         out = run_dir / "systems" / name
         overrides = [*cfg.train, *sys_cfg["train"], f"data.path={run_dir / 'align'}", f"output_dir={out}"]
@@ -226,6 +253,7 @@ def plan(cfg: RunConfig | DictConfig, run_dir: Path) -> list[Stage]:
         if sys_cfg["kind"] == "icl":  # prompting never reads the optimiser or loss settings
             resolved = {k: v for k, v in resolved.items() if k not in ("optim", "loss")}
         fp = fingerprint([__version__, resolved], align_fp)
+        sys_cfg["label"] = (sys_cfg["label"] or system_label(sys_cfg["kind"], train_cfg)) + sys_cfg["suffix"]
         stages.append(Stage(f"train/{name}", train_cfg, fp, out, "train", name, sys_cfg))
 
     trained = [s for s in stages if s.kind == "train"]
