@@ -11,6 +11,7 @@ composed (:func:`multimsd.pipeline.run.compose`: the start-up check of every ent
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from collections.abc import Iterable
@@ -30,8 +31,8 @@ def alias_of(config_name: str) -> str | None:
 
 
 def note_deprecated(alias: str) -> None:
-    """The one-line notice, printed once a process."""
-    if alias in _noted:
+    """The one-line notice, printed once a process (by the first process of ``accelerate launch``)."""
+    if alias in _noted or os.environ.get("RANK", "0") != "0":
         return
     _noted.add(alias)
     print(f"note: {alias} is deprecated; use {OUTPUT_KEY}", file=sys.stderr, flush=True)

@@ -228,7 +228,11 @@ def test_the_sweep_summary_reads_either_name():
     assert outdir.output_dir_of(new, "train") == "/x/new"
 
 
-def test_the_note_is_printed_once_a_process(fresh_notes, capsys):
+def test_the_note_is_printed_once_a_process(fresh_notes, capsys, monkeypatch):
+    monkeypatch.setenv("RANK", "1")  # the other processes of `accelerate launch` leave it to the first
+    outdir.note_deprecated("output_dir")
+    assert capsys.readouterr().err == ""
+    monkeypatch.delenv("RANK")
     outdir.note_deprecated("output_dir")
     outdir.note_deprecated("output_dir")
     assert capsys.readouterr().err == NOTE["train"] + "\n"
