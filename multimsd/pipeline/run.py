@@ -14,7 +14,7 @@ The run directory::
 
     <run>/align/                 align.py's DatasetDict (+ stats.json: the corpus statistics)
     <run>/align/gold/            align.py mode=gold: P/R/F1 and the θ curve (when ``gold=true``)
-    <run>/systems/<name>/        train.py's output_dir per trained / prompted system (predictions/test/…)
+    <run>/systems/<name>/        train.py's output.dir per trained / prompted system (predictions/test/…)
     <run>/evaluation/            evaluate.py's results.json, table.md, scores.png
     <run>/run.json               what ran, with which config, where its results are, how long each stage took
     <run>/results.json           per system and language: the report's scores (SARI / BLEU / FKGL, ...) with
@@ -37,6 +37,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from multimsd.cli import config_error_line, extra_keys
 from multimsd.errors import MultimsdError
+from multimsd.outdir import alias_of, use_output_dir
 from multimsd.paths import conf_dir
 from multimsd.pipeline.config import SYSTEM_KINDS, RunConfig
 from multimsd.pipeline.records import StageRecords, fingerprint, read_json, write_json_atomic
@@ -90,14 +91,16 @@ def compose(
     try:
         with initialize_config_dir(version_base="1.3", config_dir=str(where), job_name="multimsd_run"):
             cfg = hydra_compose(config_name=config_name, overrides=overrides)
-    except (HydraException, OmegaConfBaseException) as e:
+    except (HydraException, OmegaConfBaseException, ValueError) as e:
         raise MultimsdError(f"{config_name} config: {config_error_line(e)}{_owner_hint(e)}") from None
     finally:
         GlobalHydra.instance().clear()
     extra = extra_keys(cfg)
     if extra:
         raise MultimsdError(f"{config_name} config: no such key: +{extra[0]}")
-    return cfg
+    # A deprecated name of output.dir (train.py's output_dir, the run's dir) becomes output.dir here, so every
+    # config, and every fingerprint made from one, is the same whichever name was used.
+    return use_output_dir(cfg, config_name, overrides)
 
 
 def _owner_hint(e: BaseException) -> str:
@@ -158,19 +161,45 @@ def expand_systems(cfg: RunConfig | DictConfig) -> dict[str, dict]:
             raise MultimsdError(f"systems.{name}.kind={sc.kind!r}: choose one of {', '.join(SYSTEM_KINDS)}")
         if not name.replace("_", "").replace("-", "").isalnum():
             raise MultimsdError(f"systems.{name}: use letters, digits, '_' and '-' in system names")
-        base = {"kind": sc.kind, "train": list(sc.train), "label": sc.label or name, "sweep": None}
+        # label: the user's (systems.NAME.label) or, once its config is composed (plan), what ran
+        base = {"kind": sc.kind, "train": list(sc.train), "label": sc.label, "sweep": None, "suffix": ""}
         if sc.kind == "train" and param:
             short = param.rsplit(".", 1)[-1]
             for v in values:
                 out[f"{name}_{short}{v}"] = {
                     **base,
                     "train": [*base["train"], f"{param}={v}"],
-                    "label": f"{base['label']}, {short}={v}",
+                    "suffix": f", {'θ' if short == 'theta' else short} = {v}",
                     "sweep": v,
                 }
         else:
             out[name] = base
     return out
+
+
+# Offline builders and what they build, for the labels of the report.
+MODEL_NAMES = {
+    "offline:smollm2": "SmolLM2-135M-Instruct",
+    "tiny:llama": "tiny random Llama",
+    "tiny:mbart": "tiny random mBART",
+}
+
+
+def system_label(kind: str, train_cfg: DictConfig | None) -> str:
+    """What a system is, from the config that runs it: the model, prompted k-shot or fine-tuned (with LoRA or
+    fully). ``systems.NAME.label`` wins over it; a swept system gets its value appended."""
+    if kind == "copy" or train_cfg is None:
+        return "copy baseline"
+    m = train_cfg.model
+    pretrained = str(m.pretrained)
+    if pretrained == "scratch":
+        model = f"LSTM seq2seq ({m.name})"
+    else:
+        model = MODEL_NAMES.get(pretrained) or Path(pretrained.rstrip("/")).name or pretrained
+    if kind == "icl":
+        return f"{model} {train_cfg.icl.shots}-shot"
+    lora = m.get("lora")
+    return f"{model} + LoRA" if lora is not None and lora.enabled else f"{model} fine-tuned"
 
 
 def plan(cfg: RunConfig | DictConfig, run_dir: Path) -> list[Stage]:
@@ -214,9 +243,13 @@ def plan(cfg: RunConfig | DictConfig, run_dir: Path) -> list[Stage]:
     systems = expand_systems(cfg)
     for name, sys_cfg in systems.items():
         if sys_cfg["kind"] == "copy":
+            sys_cfg["label"] = sys_cfg["label"] or system_label("copy", None)
             continue
         out = run_dir / "systems" / name
-        overrides = [*cfg.train, *sys_cfg["train"], f"data.path={run_dir / 'align'}", f"output_dir={out}"]
+        # The run places every system's outputs: a train.output_dir=… (deprecated name) is dropped like a
+        # train.output.dir=… is overridden.
+        overrides = [*cfg.train, *sys_cfg["train"], f"data.path={run_dir / 'align'}"]
+        overrides += [f"output.dir={out}", "output_dir=null"]
         if sys_cfg["kind"] == "icl":
             overrides.append("mode=icl")
         train_cfg = compose("train", overrides, search=_user_dirs(cfg))
@@ -226,6 +259,7 @@ def plan(cfg: RunConfig | DictConfig, run_dir: Path) -> list[Stage]:
         if sys_cfg["kind"] == "icl":  # prompting never reads the optimiser or loss settings
             resolved = {k: v for k, v in resolved.items() if k not in ("optim", "loss")}
         fp = fingerprint([__version__, resolved], align_fp)
+        sys_cfg["label"] = (sys_cfg["label"] or system_label(sys_cfg["kind"], train_cfg)) + sys_cfg["suffix"]
         stages.append(Stage(f"train/{name}", train_cfg, fp, out, "train", name, sys_cfg))
 
     trained = [s for s in stages if s.kind == "train"]
@@ -261,14 +295,14 @@ def check_run_dir(run_dir: Path) -> None:
     """One line, before any work, when the run directory cannot be written or is someone else's directory."""
     from multimsd.fsutil import check_writable_dir
 
-    check_writable_dir(run_dir, "dir")
+    check_writable_dir(run_dir, "output.dir")
     if (
         run_dir.is_dir()
         and any(run_dir.iterdir())
         and not (run_dir / StageRecords(run_dir).dir.name).exists()
     ):
         raise MultimsdError(
-            f"dir={run_dir} exists and is not a multimsd run directory; refusing to write into it"
+            f"output.dir={run_dir} exists and is not a multimsd run directory; refusing to write into it"
         )
 
 
@@ -356,7 +390,7 @@ def write_run_files(
         "name": cfg.name or run_dir.name,
         "created": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "command": " ".join(["multimsd", "run", *argv]),
-        "config": OmegaConf.to_container(cfg, resolve=True),
+        "config": _recorded(cfg),
         "timings": {name: st["seconds"] for name, st in status.items()},
         "align": {
             "stats": "align/stats.json",
@@ -402,6 +436,14 @@ def write_run_files(
     }
     write_json_atomic(run_dir / "results.json", results)
     return results
+
+
+def _recorded(cfg: DictConfig) -> dict:
+    """The run's config as run.json records it: resolved, without the deprecated alias of output.dir (null)."""
+    config = OmegaConf.to_container(cfg, resolve=True)
+    if config.get(alias_of("run")) is None:
+        config.pop(alias_of("run"), None)
+    return config
 
 
 def shown_keys(evaluation: dict) -> list[str]:
@@ -454,8 +496,8 @@ def build_report(run_dir: Path) -> dict | None:
 # ------------------------------------------------------------------------------------------- run
 def run(cfg: RunConfig | DictConfig | dict, argv: list[str] | None = None) -> dict:
     """The whole pipeline; returns results.json's content (plus where the report is)."""
-    cfg = cfg if isinstance(cfg, DictConfig) else OmegaConf.structured(cfg)
-    run_dir = Path(cfg.dir).resolve()
+    cfg = use_output_dir(cfg if isinstance(cfg, DictConfig) else OmegaConf.structured(cfg), "run")
+    run_dir = Path(cfg.output.dir).resolve()
     check_run_dir(run_dir)
     stages = plan(cfg, run_dir)  # every config composed: a typo in any stage fails here
     run_dir.mkdir(parents=True, exist_ok=True)

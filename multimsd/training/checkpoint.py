@@ -1,6 +1,6 @@
 """Resumable checkpoints of the training loop: what trains, never the frozen base.
 
-A checkpoint (``<output_dir>/checkpoints/step_<N>``) is Accelerate's ``save_state``: the model's weights, the
+A checkpoint (``<output.dir>/checkpoints/step_<N>``) is Accelerate's ``save_state``: the model's weights, the
 optimizer, the scheduler, every RNG and the loop counters (:class:`TrainState`: epoch, micro-batches consumed,
 best value, history). Resuming from it continues the run step for step (tests/test_train_cli.py kills a run
 with SIGKILL and checks that the resumed one gives the same step losses).
@@ -102,7 +102,7 @@ def load_checkpoint(accelerator, ckpt: Path, model) -> None:
         missing = sorted(want - saved)
         raise MultimsdError(
             f"checkpoint {ckpt} lacks {len(missing)} trainable weight(s) of this model (e.g. {missing[0]}); "
-            f"it was written by another model or adapter: use another output_dir"
+            f"it was written by another model or adapter: use another output.dir"
         )
     # The frozen base is not in the file (it came from model.pretrained), hence non-strict; the check above
     # made sure everything that trains is.
@@ -122,7 +122,11 @@ def _files(directory: Path) -> list[Path]:
 
 
 def write_manifest(directory: Path) -> None:
-    """Record size and SHA-256 of every file in ``directory``; call it when the directory is complete."""
+    """Record size and SHA-256 of every file in ``directory``; call it when the directory is complete.
+    Modes follow the user's umask first (libraries save weights through 0600 temporary files)."""
+    from multimsd.fsutil import share_modes
+
+    share_modes(directory)
     entries = {
         p.relative_to(directory).as_posix(): {"size": p.stat().st_size, "sha256": _sha256(p)}
         for p in _files(directory)

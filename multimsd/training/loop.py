@@ -167,8 +167,8 @@ def run(cfg: TrainConfig | DictConfig | dict) -> dict:
     cfg = to_train_config(cfg)
     check_config(cfg)
     kind = get_kind(cfg.model.kind)
-    out = Path(cfg.output_dir)
-    check_writable_dir(out, "output_dir")  # before loading data and model, not at the first write
+    out = Path(cfg.output.dir)
+    check_writable_dir(out, "output.dir")  # before loading data and model, not at the first write
     rows = select(load_pairs(cfg.data.path, cfg.data), cfg.data, cfg.seed)
     if not rows["train"] and cfg.mode == "train":
         raise MultimsdError("the training split is empty")
@@ -417,7 +417,7 @@ def load_best(cfg: TrainConfig, kind: ModelKind, path: Path, accelerator, model)
         return unwrapped
     # Predictions from a damaged best model would be silently wrong numbers: refuse, naming the file.
     if problem := manifest_problem(path):
-        raise MultimsdError(f"the best model cannot be used: {problem}; train again into a new output_dir")
+        raise MultimsdError(f"the best model cannot be used: {problem}; train again into a new output.dir")
     return kind.load_best(cfg, path, unwrapped)
 
 
@@ -453,7 +453,7 @@ def _check_resume_target(out: Path, fingerprint: dict, cfg: TrainConfig) -> None
     """A checkpoint directory written by a *different* configuration is never resumed or overwritten."""
     if cfg.mode == "train" and not cfg.resume and last_checkpoint(out) is not None:
         raise MultimsdError(
-            f"{out} already holds checkpoints; pass resume=true to continue, or another output_dir"
+            f"{out} already holds checkpoints; pass resume=true to continue, or another output.dir"
         )
     saved = out / "train_config.json"
     if cfg.mode == "train" and cfg.resume and saved.exists():
@@ -462,7 +462,7 @@ def _check_resume_target(out: Path, fingerprint: dict, cfg: TrainConfig) -> None
             diff = sorted(k for k in fingerprint if old.get(k) != json.loads(json.dumps(fingerprint[k])))
             raise MultimsdError(
                 f"{out} holds checkpoints of a different configuration (differs in: {', '.join(diff)}); "
-                f"choose another output_dir or pass resume=false with a fresh output_dir"
+                f"choose another output.dir or pass resume=false with a fresh output.dir"
             )
 
 
