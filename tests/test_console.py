@@ -148,7 +148,7 @@ def assert_quiet(text: str) -> None:
     [("tiny_llama", 2), ("tiny_mbart", 1)],  # LoRA on a causal LM; a seq2seq model with tied embeddings
 )
 def test_tiny_training_is_quiet_and_summaries_start_lines(repo_root, tmp_path, model, epochs):
-    args = [f"model={model}", "debug=train_tiny", f"output_dir={tmp_path / 'out'}"]
+    args = [f"model={model}", "debug=train_tiny", f"output.dir={tmp_path / 'out'}"]
     if epochs > 1:
         args += [f"optim.epochs={epochs}", "optim.max_steps=0"]
     text = run_merged(repo_root, tmp_path, "train.py", *args)

@@ -102,7 +102,7 @@ def test_model_unavailable(tmp_path, monkeypatch):
 
 # ------------------------------------------------------------------------------------------- the commands
 COMMANDS = {
-    "train": ("train.py", f"model.pretrained={MISSING}", "output_dir=out"),
+    "train": ("train.py", f"model.pretrained={MISSING}", "output.dir=out"),
     "align-transformers": (
         "align.py",
         f"embedder.model={MISSING}",
