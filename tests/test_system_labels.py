@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from multimsd.paths import conf_dir
-from multimsd.pipeline.run import compose, plan, system_label
+from multimsd.pipeline.labels import system_label
+from multimsd.pipeline.run import compose, plan
 
 
 def labels(tmp_path: Path, *overrides: str, train: list[str] = ()) -> dict[str, str]:

@@ -35,11 +35,11 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from multimsd.cli import config_error_line, extra_keys
 from multimsd.errors import MultimsdError
 from multimsd.outdir import alias_of, use_output_dir
-from multimsd.paths import conf_dir
+from multimsd.pipeline.compose import compose, register_schemas  # noqa: F401  (compose: part of this API)
 from multimsd.pipeline.config import SYSTEM_KINDS, RunConfig
+from multimsd.pipeline.labels import system_label
 from multimsd.pipeline.records import StageRecords, fingerprint, read_json, write_json_atomic
 from multimsd.split import check_split_config
 
@@ -62,86 +62,6 @@ class Stage:
 
 
 # ------------------------------------------------------------------------------------------- config
-def compose(
-    config_name: str,
-    overrides: list[str],
-    config_dir: Path | None = None,
-    search: list[str] | tuple[str, ...] = (),
-) -> DictConfig:
-    """A config composed by Hydra as the entry point would (schemas registered, ``hydra`` node dropped).
-
-    ``config_dir``: the primary config directory (default the packaged ``conf/``); ``search``: more
-    directories on Hydra's search path (a user's own presets, ``--config-dir``)."""
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-    from hydra.errors import HydraException
-    from omegaconf.errors import OmegaConfBaseException
-
-    register_schemas()
-    GlobalHydra.instance().clear()
-    where = config_dir or conf_dir()
-    overrides = list(overrides)
-    for d in search:
-        if not Path(d).is_dir():
-            raise MultimsdError(f"config_dir={d}: not a directory")
-    if search:
-        quoted = ",".join("'file://" + str(Path(d).resolve()).replace("'", "\\'") + "'" for d in search)
-        overrides.append(f"hydra.searchpath=[{quoted}]")
-    try:
-        with initialize_config_dir(version_base="1.3", config_dir=str(where), job_name="multimsd_run"):
-            cfg = hydra_compose(config_name=config_name, overrides=overrides)
-    except (HydraException, OmegaConfBaseException, ValueError) as e:
-        raise MultimsdError(f"{config_name} config: {config_error_line(e)}{_owner_hint(e)}") from None
-    finally:
-        GlobalHydra.instance().clear()
-    extra = extra_keys(cfg)
-    if extra:
-        raise MultimsdError(f"{config_name} config: no such key: +{extra[0]}")
-    # A deprecated name of output.dir (train.py's output_dir, the run's dir) becomes output.dir here, so every
-    # config, and every fingerprint made from one, is the same whichever name was used.
-    return use_output_dir(cfg, config_name, overrides)
-
-
-def _owner_hint(e: BaseException) -> str:
-    """For a key that belongs to another component's options (``aligner.classifier.*`` while aligner=symmetric,
-    ``model.lstm.*`` with a transformers model): which config group option has it."""
-    from hydra.core.config_store import ConfigStore
-
-    x: BaseException | None = e
-    while x is not None and not getattr(x, "full_key", None):
-        x = x.__cause__ or x.__context__
-    if x is None or type(x).__name__ not in ("ConfigAttributeError", "ConfigKeyError"):
-        return ""  # only a key that does not exist here can belong elsewhere (not a bad value)
-    group, _, rest = str(x.full_key).partition(".")
-    field = rest.split(".")[0]
-    entries = ConfigStore.instance().repo.get(group)
-    if not field or not isinstance(entries, dict):
-        return ""
-    for name, entry in entries.items():
-        node = getattr(entry, "node", None)
-        if name.endswith(".yaml") and isinstance(node, DictConfig) and field in node:
-            option = name.removesuffix(".yaml")
-            return f"; {group}.{field} is an option of {group}={option}: add {group}={option}"
-    return ""
-
-
-def register_schemas() -> None:
-    """The stages' schemas, and every built-in aligner's and model kind's options (``aligner=<name>``,
-    ``model=<kind>``: registered by importing them)."""
-    from hydra.core.config_store import ConfigStore
-
-    import multimsd.alignment.aligners  # noqa: F401
-    import multimsd.training.kinds  # noqa: F401
-    from multimsd.config import register_configs
-    from multimsd.pipeline.config import register_run_config
-    from multimsd.training.config import TrainConfig
-
-    register_configs()
-    register_run_config()
-    ConfigStore.instance().store(name="train_schema", node=TrainConfig)
-
-
 def _user_dirs(cfg: RunConfig | DictConfig) -> list[str]:
     """The user's config directory (``config_dir`` / ``--config-dir``), searched after the packaged configs."""
     return [str(Path(cfg.config_dir).expanduser())] if cfg.get("config_dir") else []
@@ -175,31 +95,6 @@ def expand_systems(cfg: RunConfig | DictConfig) -> dict[str, dict]:
         else:
             out[name] = base
     return out
-
-
-# Offline builders and what they build, for the labels of the report.
-MODEL_NAMES = {
-    "offline:smollm2": "SmolLM2-135M-Instruct",
-    "tiny:llama": "tiny random Llama",
-    "tiny:mbart": "tiny random mBART",
-}
-
-
-def system_label(kind: str, train_cfg: DictConfig | None) -> str:
-    """What a system is, from the config that runs it: the model, prompted k-shot or fine-tuned (with LoRA or
-    fully). ``systems.NAME.label`` wins over it; a swept system gets its value appended."""
-    if kind == "copy" or train_cfg is None:
-        return "copy baseline"
-    m = train_cfg.model
-    pretrained = str(m.pretrained)
-    if pretrained == "scratch":
-        model = f"LSTM seq2seq ({m.name})"
-    else:
-        model = MODEL_NAMES.get(pretrained) or Path(pretrained.rstrip("/")).name or pretrained
-    if kind == "icl":
-        return f"{model} {train_cfg.icl.shots}-shot"
-    lora = m.get("lora")
-    return f"{model} + LoRA" if lora is not None and lora.enabled else f"{model} fine-tuned"
 
 
 def plan(cfg: RunConfig | DictConfig, run_dir: Path) -> list[Stage]:
