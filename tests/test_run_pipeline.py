@@ -257,7 +257,8 @@ def test_paper_presets_compose_every_stage(experiment, systems, tmp_path):
 
 
 def test_systems_can_be_added_and_dropped_from_the_command_line(tmp_path):
-    from multimsd.pipeline.run import compose, conf_dir, expand_systems
+    from multimsd.paths import conf_dir
+    from multimsd.pipeline.run import compose, expand_systems
 
     cfg = compose("run", ["debug=tiny"], config_dir=conf_dir() / "pipeline")
     assert set(expand_systems(cfg)) == {"copy", "zero_shot", "finetuned_theta1", "finetuned_theta4"}

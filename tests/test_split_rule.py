@@ -17,7 +17,8 @@ from conftest import run_cli
 from omegaconf import OmegaConf
 
 from multimsd.errors import MultimsdError
-from multimsd.pipeline.run import compose, conf_dir
+from multimsd.paths import conf_dir
+from multimsd.pipeline.run import compose
 from multimsd.split import SplitConfig, split_article_ids
 
 DOCS = [f"doc{k:02d}" for k in range(30)]
