@@ -47,7 +47,7 @@ test-all: setup  ## including slow tests
 	$(PY) -m pytest -m "not gpu"
 
 demo: setup  ## the whole pipeline offline on the bundled sample: align -> train -> evaluate -> report
-	$(VENV)/bin/multimsd run  # = dir=outputs/run; a re-run skips the stages whose config is unchanged
+	$(VENV)/bin/multimsd run  # = output.dir=outputs/run; a re-run skips the stages whose config is unchanged
 
 gold: setup  ## Table-3-style θ tuning on the bundled gold
 	$(PY) align.py mode=gold gold.report_dir=outputs/demo/gold

@@ -99,7 +99,7 @@ def train_cfg(setup: dict, examples: int, out: Path) -> dict:
         },
         "optim": {"batch_size": setup["batch"], "grad_accum": setup["accum"], "epochs": 1, "lr": 5e-5},
         "eval": {"generate": False, "before_training": False, "max_new_tokens": 4},
-        "output_dir": str(out),
+        "output": {"dir": str(out)},
         "resume": False,
     }
 
@@ -282,7 +282,7 @@ def decoding(setup: dict, rows_n: int, old_rows_n: int, max_new: int, batch_size
         return result, time.perf_counter() - t0, _peak_gib()
 
     new, new_s, new_peak = timed(lambda: generate(cfg, model, tok, rows, acc))
-    old_cfg = to_train_config(train_cfg(setup, 1, Path(cfg.output_dir)))
+    old_cfg = to_train_config(train_cfg(setup, 1, Path(cfg.output.dir)))
     old_cfg.eval.max_new_tokens = max_new
     old_cfg.eval.max_batch_tokens, old_cfg.eval.merge_lora = 0, False
     old_rows = rows[:old_rows_n]

@@ -59,7 +59,7 @@ def ours(model_name: str, examples: int, batch: int, theta: float, work: Path, *
         "optim": {"batch_size": batch, "epochs": 1, "lr": 1e-4},
         "loss": {"theta": theta},
         "eval": {"generate": False, "before_training": False, "max_new_tokens": 1},
-        "output_dir": str(work / f"ours_theta{theta}"),
+        "output": {"dir": str(work / f"ours_theta{theta}")},
         "resume": False,
     }
     for section, values in sections.items():

@@ -80,7 +80,9 @@ def config_error_line(e: BaseException) -> str:
         if full_key and type(x).__name__ in ("ConfigAttributeError", "ConfigKeyError"):
             prefix, _, key = str(full_key).rpartition(".")
             valid = [str(k) for k in parent] if isinstance(parent, DictConfig) else []
-            close = difflib.get_close_matches(key, valid, n=1, cutoff=0.6)
+            close = _output_dir_spelling(key, parent) or difflib.get_close_matches(
+                key, valid, n=1, cutoff=0.6
+            )
             hint = f" (did you mean {prefix + '.' if prefix else ''}{close[0]}?)" if close else ""
             return f"{full_key}: no such key{hint}"
         if full_key and type(x).__name__ == "ValidationError":
@@ -90,6 +92,17 @@ def config_error_line(e: BaseException) -> str:
     if type(e).__name__ == "MissingConfigException" and options:
         return f"{first} (choose from {', '.join(sorted(options))})"
     return first
+
+
+def _output_dir_spelling(key: str, parent: Any) -> list[str]:
+    """``output_dir`` / ``dir`` (the output directory's other names) where the config has ``output.dir``: that
+    (multimsd.outdir). Empty for any other key."""
+    from omegaconf import DictConfig
+
+    if key not in ("output_dir", "dir") or not isinstance(parent, DictConfig) or "output" not in parent:
+        return []
+    node = parent._get_node("output")
+    return ["output.dir"] if isinstance(node, DictConfig) and "dir" in node else []
 
 
 def extra_keys(cfg: Any, prefix: str = "") -> list[str]:
@@ -109,7 +122,9 @@ def extra_keys(cfg: Any, prefix: str = "") -> list[str]:
     for key in cfg:
         name = f"{prefix}{key}"
         if fields is not None and key not in fields:
-            close = difflib.get_close_matches(str(key), sorted(fields), n=1, cutoff=0.6)
+            close = _output_dir_spelling(str(key), cfg) or difflib.get_close_matches(
+                str(key), sorted(fields), n=1, cutoff=0.6
+            )
             out.append(f"{name} (did you mean {prefix}{close[0]}?)" if close else name)
             continue
         child = cfg._get_node(key)
@@ -125,8 +140,10 @@ def run_stage(run: Callable[[Any], Any], cfg: Any) -> Any:
     """Run a stage; a :class:`MultimsdError` becomes one ``error: …`` line on stderr and exit status 2, an
     interrupt (Ctrl-C, SIGTERM: :mod:`multimsd.interrupts`) one ``interrupted …`` line and 130 / 143."""
     from multimsd import interrupts
+    from multimsd.console import quiet_console
     from multimsd.errors import MultimsdError
 
+    quiet_console()  # library deprecation warnings off, log lines apart from progress bars (commands only)
     logging.getLogger("multimsd").setLevel(logging.INFO)
     for name in NOISY_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)

@@ -16,6 +16,33 @@ from multimsd import interrupts
 from multimsd.errors import MultimsdError
 
 
+def current_umask() -> int:
+    """The process's umask (read from /proc where there is one: setting it to read it is not thread-safe)."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def share_modes(root: Path) -> None:
+    """Give ``root`` and everything under it the modes the user's umask gives a new file / directory.
+
+    Temporary files and directories are created 0600 / 0700 (``tempfile``, and libraries that save through
+    one); renamed into place they would hide a run from the rest of a group that reads the user's other files.
+    With umask 077 everything stays private, as the user asked.
+    """
+    umask = current_umask()
+    file_mode, dir_mode = 0o666 & ~umask, 0o777 & ~umask
+    for p in [root, *root.rglob("*")]:
+        if p.is_symlink():
+            continue
+        with contextlib.suppress(FileNotFoundError):
+            p.chmod(dir_mode if p.is_dir() else file_mode)
+
+
 def check_replaceable(out: Path, marker: str, what: str) -> None:
     """Refuse to replace ``out`` unless it is absent, empty, or an earlier output of ours (has ``marker``)."""
     if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / marker).exists())):
@@ -33,6 +60,8 @@ def atomic_directory(out: Path) -> Iterator[Path]:
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
         yield tmp
+        # mkdtemp's 0700 (and 0600 files saved through temp files) would follow it into place
+        share_modes(tmp)
         # The swap is two renames: an interrupt (Ctrl-C, SIGTERM) waits until both are done.
         with interrupts.deferred():
             old = None
@@ -84,9 +113,7 @@ def write_text_atomic(path: Path, text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would hide results from the rest of a group
+        os.chmod(tmp, 0o666 & ~current_umask())  # mkstemp's 0600 would hide results from the rest of a group
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -102,9 +129,7 @@ def write_json_atomic(path: Path, data: Any) -> None:
             json.dump(data, f, indent=1, ensure_ascii=False, default=str)
             f.flush()
             os.fsync(f.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would hide results from the rest of a group
+        os.chmod(tmp, 0o666 & ~current_umask())  # mkstemp's 0600 would hide results from the rest of a group
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

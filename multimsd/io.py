@@ -6,6 +6,7 @@ says where it is (file and line), because a half-read corpus that aligns silentl
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -166,20 +167,108 @@ def check_languages(langs: list[str]) -> list[str]:
     return list(langs)
 
 
-def hub_reachable(timeout: float = 3.0) -> bool:
-    """A quick TCP check of the Hub endpoint, so an offline machine fails in seconds, not after retries."""
-    import os
-    import socket
-    from urllib.parse import urlparse
+HUB_PROBE_SECONDS = 3.0
+"""The most :func:`hub_reachable` waits for the Hub (name lookup and connection together)."""
 
-    if os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes"):
+
+def hub_offline_requested() -> bool:
+    """``HF_HUB_OFFLINE`` (or transformers' older ``TRANSFORMERS_OFFLINE``) is set to a true value."""
+    import os
+
+    values = (os.environ.get(v, "") for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+    return any(v.strip().upper() in ("1", "ON", "YES", "TRUE") for v in values)
+
+
+def hub_address() -> tuple[str, int]:
+    """Where a connection to the Hub goes: the ``HF_ENDPOINT`` host (default huggingface.co), or the HTTPS
+    proxy of the environment (``https_proxy``, unless ``no_proxy`` exempts the host)."""
+    import os
+    from urllib.parse import urlparse
+    from urllib.request import getproxies, proxy_bypass
+
+    url = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    scheme = url.scheme or "https"
+    host, port = url.hostname or "huggingface.co", url.port or (443 if scheme == "https" else 80)
+    proxy = getproxies().get(scheme)
+    if proxy and not proxy_bypass(host):
+        p = urlparse(proxy if "://" in proxy else f"http://{proxy}")
+        if p.hostname:
+            host, port = p.hostname, p.port or (443 if p.scheme == "https" else 80)
+    return host, port
+
+
+def hub_reachable(timeout: float = HUB_PROBE_SECONDS) -> bool:
+    """Whether the Hugging Face Hub can be reached, so an offline machine fails in seconds, not after minutes
+    of retries: False at once under ``HF_HUB_OFFLINE=1``; otherwise one TCP connection to the endpoint (or the
+    proxy), the name lookup included, bounded by ``timeout`` seconds and remembered for the process."""
+    if hub_offline_requested():
         return False
-    url = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
+    return _connects(*hub_address(), timeout)
+
+
+@functools.cache
+def _connects(host: str, port: int, timeout: float) -> bool:
+    import socket
+    import threading
+
+    answer: list[bool] = []
+
+    def probe() -> None:
+        try:
+            socket.create_connection((host, port), timeout=timeout).close()
+            answer.append(True)
+        except (OSError, UnicodeError):
+            answer.append(False)
+
+    # In a thread: a name lookup that hangs is not bounded by the socket timeout.
+    thread = threading.Thread(target=probe, name="multimsd-hub-probe", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    return bool(answer and answer[0])
+
+
+def looks_like_path(name: str) -> bool:
+    """A filesystem path rather than a Hub id: absolute, starting with ``.`` or ``~``, more than one ``/``."""
+    return name.startswith(("/", ".", "~")) or name.count("/") > 1 or "\\" in name
+
+
+def in_hub_cache(repo_id: str) -> bool:
+    """Whether a snapshot of the model ``repo_id`` was downloaded into the local Hugging Face cache."""
     try:
-        socket.create_connection((url.hostname, url.port or 443), timeout=timeout).close()
-    except OSError:
+        from huggingface_hub import constants
+        from huggingface_hub.file_download import repo_folder_name
+
+        snapshots = Path(constants.HF_HUB_CACHE) / repo_folder_name(repo_id=repo_id, repo_type="model")
+        snapshots = snapshots / "snapshots"
+        return snapshots.is_dir() and any(snapshots.iterdir())
+    except (ImportError, OSError, ValueError):
         return False
-    return True
+
+
+def model_unavailable(model: str, offline_choice: str) -> str | None:
+    """Why the model ``model`` (a local directory or a Hub id) cannot be loaded here, or None when it can be
+    tried: an existing path, a Hub id already in the local Hugging Face cache, or a Hub that answers.
+
+    Decided before any download is attempted (so without huggingface_hub's retries): a path that does not
+    exist, or a Hub id that is neither cached nor reachable (``HF_HUB_OFFLINE=1``, no network). The reason
+    ends with what to do instead, ``offline_choice`` being the setting that works offline.
+    """
+    if Path(model).expanduser().exists():
+        return None
+    if looks_like_path(model):
+        return "no such file or directory"
+    if in_hub_cache(model):
+        return None
+    if hub_offline_requested():
+        why = "HF_HUB_OFFLINE=1 is set"
+    elif not hub_reachable():
+        why = f"the Hugging Face Hub ({hub_address()[0]}) is unreachable"
+    else:
+        return None
+    return (
+        f"neither a local directory nor in the Hugging Face cache, and {why}. Download it where the Hub is "
+        f"reachable (hf download {model}), or use {offline_choice}"
+    )
 
 
 # ---------------------------------------------------------------------------------------------- sentence pairs

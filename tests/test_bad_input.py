@@ -107,7 +107,8 @@ def test_unknown_embedder_keeps_earlier_output(tmp_path):
     with pytest.raises(MultimsdError, match="cannot load embedder model"):
         run(c)
     assert (out / "dataset_dict.json").read_text() == '{"splits": []}'
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "in.jsonl", "out"]
+    # Checked at start-up: not even the embedding cache was created.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "out"]
 
 
 def test_refuses_to_overwrite_foreign_directory(tmp_path):

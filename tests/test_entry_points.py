@@ -57,7 +57,8 @@ def test_run_config_dir_reaches_the_run_and_every_stage(tmp_path):
         config_dir=conf_dir() / "pipeline",
         search=[str(mine / "pipeline")],
     )
-    assert cfg.dir == "from_my_preset"
+    # the preset's deprecated `dir:` is read as output.dir (multimsd.outdir)
+    assert cfg.output.dir == "from_my_preset" and cfg.dir is None
     trained = [s for s in plan(cfg, tmp_path / "run") if s.kind == "train"]
     assert trained and all(s.config.optim.lr == 0.0042 for s in trained)
     # without the directory the preset is unknown: one line, exit 2

@@ -16,7 +16,7 @@ from multimsd.fsutil import check_writable_dir
 ENTRY_POINTS = [
     ("align.py", "output.dir", []),
     ("align.py", "gold.report_dir", ["mode=gold"]),
-    ("train.py", "output_dir", []),
+    ("train.py", "output.dir", []),
     ("evaluate.py", "output.dir", []),
 ]
 

@@ -105,12 +105,12 @@ ISSUE_24 = [
 
 def test_sigint_mid_epoch_then_the_same_command_resumes_exactly(tmp_path, repo_root):
     """The main regression test of issue #24."""
-    run_to_end(repo_root, "train.py", [*ISSUE_24, f"output_dir={tmp_path / 'ref'}"], tmp_path / "ref_logs")
+    run_to_end(repo_root, "train.py", [*ISSUE_24, f"output.dir={tmp_path / 'ref'}"], tmp_path / "ref_logs")
     expected = step_losses(tmp_path / "ref")
     assert len(expected) == 38
 
     out = tmp_path / "run"
-    args = [*ISSUE_24, f"output_dir={out}"]
+    args = [*ISSUE_24, f"output.dir={out}"]
     proc = start(repo_root, "train.py", args, tmp_path / "logs")
     interrupt_when(proc, lambda: (out / "checkpoints" / "step_00000010").exists(), signal.SIGINT)
     assert proc.returncode == 130
@@ -144,12 +144,12 @@ LSTM = [
 
 def test_sigterm_resumes_from_an_epoch_boundary_exactly(tmp_path, repo_root):
     """SIGTERM (what SLURM sends before it kills a job) on the LSTM: exit 143, then resumed exactly."""
-    run_to_end(repo_root, "train.py", [*LSTM, f"output_dir={tmp_path / 'ref'}"], tmp_path / "ref_logs")
+    run_to_end(repo_root, "train.py", [*LSTM, f"output.dir={tmp_path / 'ref'}"], tmp_path / "ref_logs")
     expected = step_losses(tmp_path / "ref")
     assert len(expected) == 57
 
     out = tmp_path / "run"
-    args = [*LSTM, f"output_dir={out}"]
+    args = [*LSTM, f"output.dir={out}"]
     proc = start(repo_root, "train.py", args, tmp_path / "logs")
     interrupt_when(proc, lambda: (out / "checkpoints" / "step_00000019").exists(), signal.SIGTERM)
     assert proc.returncode == 143
@@ -171,7 +171,7 @@ def test_sigterm_resumes_from_an_epoch_boundary_exactly(tmp_path, repo_root):
 def test_sigint_before_the_first_checkpoint_says_so(tmp_path, repo_root):
     """Interrupted before any checkpoint: the line says there is none, and the same command starts again."""
     out = tmp_path / "run"
-    args = [*LSTM, "optim.batch_size=1", "optim.epochs=50", f"output_dir={out}"]  # 76 steps an epoch
+    args = [*LSTM, "optim.batch_size=1", "optim.epochs=50", f"output.dir={out}"]  # 76 steps an epoch
     proc = start(repo_root, "train.py", args, tmp_path / "logs")
     interrupt_when(proc, lambda: "training:" in (tmp_path / "logs" / "stderr").read_text(), signal.SIGINT)
     assert proc.returncode == 130
@@ -250,11 +250,11 @@ def test_sigint_under_accelerate_launch_with_two_processes(tmp_path, repo_root):
     env = {**os.environ, "ACCELERATE_USE_CPU": "true", "OMP_NUM_THREADS": "1"}
     common = [*ISSUE_24, "optim.batch_size=1"]
     run_to_end(
-        repo_root, "train.py", [*common, f"output_dir={tmp_path / 'ref'}"], tmp_path / "rl", launcher, env
+        repo_root, "train.py", [*common, f"output.dir={tmp_path / 'ref'}"], tmp_path / "rl", launcher, env
     )
     expected = step_losses(tmp_path / "ref")
     out = tmp_path / "run"
-    args = [*common, f"output_dir={out}"]
+    args = [*common, f"output.dir={out}"]
     proc = start(repo_root, "train.py", args, tmp_path / "logs", launcher, env)
     t0 = time.time()
     interrupt_when(proc, lambda: (out / "checkpoints" / "step_00000010").exists(), signal.SIGINT)

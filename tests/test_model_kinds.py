@@ -99,7 +99,7 @@ def test_a_plugin_kind_with_options_is_used_by_the_train_cli(tmp_path, repo_root
         "PYTHONPATH": os.pathsep.join([str(tmp_path), str(repo_root)]),
         "OMP_NUM_THREADS": "1",
     }
-    common = ["debug=train_tiny", "model=toy", "plugins=[toy_kind]", f"output_dir={out}"]
+    common = ["debug=train_tiny", "model=toy", "plugins=[toy_kind]", f"output.dir={out}"]
     bad = run_cli(sys.executable, repo_root, *common, "model.tga=HELLO", script="train.py", env=env)
     errors = [line for line in bad.stderr.splitlines() if line.strip()]
     assert bad.returncode == 2 and len(errors) == 1, bad.stderr[-2000:]

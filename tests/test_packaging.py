@@ -118,7 +118,7 @@ def test_commands_help(user):
     assert "align.py" in sh(["multimsd", "align", "--help"], work, env).stdout
     assert "train.py" in sh(["multimsd", "train", "--help"], work, env).stdout
     assert "evaluate.py" in sh(["multimsd", "evaluate", "--help"], work, env).stdout
-    assert "dir=PATH" in sh(["multimsd", "run", "--help"], work, env).stdout
+    assert "output.dir=PATH" in sh(["multimsd", "run", "--help"], work, env).stdout
     assert not any(work.iterdir())  # help writes nothing
 
 
@@ -163,14 +163,14 @@ def test_align_multirun_writes_one_directory_per_point(user):
 
 def test_run_cfg_composes_every_stage(user):
     work, env = user
-    out = sh(["multimsd", "run", "--cfg", "dir=myrun"], work, env).stdout
+    out = sh(["multimsd", "run", "--cfg", "output.dir=myrun"], work, env).stdout
     assert "# stage align:" in out and "# stage evaluate:" in out and "# stage train/finetuned_theta4" in out
     assert not (work / "myrun").exists()  # --cfg runs nothing
 
 
 def test_a_tiny_training_run_and_accelerate_launch(user):
     work, env = user
-    sh(["multimsd", "train", "model=tiny_llama", "debug=train_tiny", "output_dir=t1"], work, env)
+    sh(["multimsd", "train", "model=tiny_llama", "debug=train_tiny", "output.dir=t1"], work, env)
     results = json.loads((work / "t1" / "all_results.json").read_text())
     assert "after" in results or "test" in results
     assert (work / "t1" / "predictions" / "test" / "en.txt").is_file()
@@ -185,7 +185,7 @@ def test_a_tiny_training_run_and_accelerate_launch(user):
             "multimsd.train",
             "model=tiny_llama",
             "debug=train_tiny",
-            "output_dir=t2",
+            "output.dir=t2",
         ],
         work,
         env,
@@ -202,7 +202,7 @@ def test_a_users_config_dir_composes_over_the_packaged_configs(user):
     )
     (mine / "pipeline" / "experiment").mkdir(parents=True)
     (mine / "pipeline" / "experiment" / "my_pipeline.yaml").write_text(
-        "# @package _global_\ndir: from_my_preset\nalign: [experiment=my_run]\n"
+        "# @package _global_\noutput:\n  dir: from_my_preset\nalign: [experiment=my_run]\n"
     )
     out = sh(
         ["multimsd", "align", "--config-dir", str(mine), "experiment=my_run", "--cfg", "job"], work, env
@@ -211,4 +211,4 @@ def test_a_users_config_dir_composes_over_the_packaged_configs(user):
     out = sh(
         ["multimsd", "run", "--config-dir", str(mine), "experiment=my_pipeline", "--cfg"], work, env
     ).stdout
-    assert "dir: from_my_preset" in out and "experiment=my_run" in out
+    assert "  dir: from_my_preset" in out and "experiment=my_run" in out

@@ -51,7 +51,7 @@ def cfg_for(tmp_path, model: str, name: str, **data) -> dict:
         "optim": {"batch_size": 2, "epochs": 2, "lr": 1e-2},
         "eval": {"generate": False, "before_training": False, "batch_size": 4, "max_new_tokens": 4},
         "checkpoint_every": 3,  # and one at the end of each epoch (mBART's, optimizer included: 100 MB)
-        "output_dir": str(tmp_path / name),
+        "output": {"dir": str(tmp_path / name)},
     }
 
 

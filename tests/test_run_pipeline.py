@@ -227,13 +227,14 @@ def test_bad_input_fails_in_one_line_before_any_work(tmp_path):
         "unknown run key": (["colour=red"], "run config"),
         "unknown system kind": (["systems.copy.kind=magic"], "systems.copy.kind"),
         "training override of an unknown system": (["systems.nope.train.optim.lr=1"], "systems.nope"),
-        "unwritable run dir": (["dir=/proc/no/run"], "cannot be written"),
-        "run dir under a file": ([f"dir={tmp_path / 'f.txt' / 'run'}"], "not a directory"),
+        "unwritable run dir": (["output.dir=/proc/no/run"], "cannot be written"),
+        "run dir under a file": ([f"output.dir={tmp_path / 'f.txt' / 'run'}"], "not a directory"),
     }
     (tmp_path / "f.txt").write_text("x")
     for what, (extra, message) in cases.items():
         d = tmp_path / "run"
-        args = [sys.executable, "-m", "multimsd.pipeline.cli", "run", "debug=tiny", f"dir={d}", *extra]
+        # (output.dir, not the deprecated dir=, whose note would be a second line; tests/test_output_dir.py)
+        args = [sys.executable, "-m", "multimsd.pipeline.cli", "run", "debug=tiny", f"output.dir={d}", *extra]
         t0 = time.time()
         proc = subprocess.run(args, capture_output=True, text=True, timeout=120)
         lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
@@ -246,7 +247,7 @@ def test_bad_input_fails_in_one_line_before_any_work(tmp_path):
     other.mkdir()
     (other / "thesis.tex").write_text("x")
     proc = subprocess.run(
-        [sys.executable, "-m", "multimsd.pipeline.cli", "run", "debug=tiny", f"dir={other}"],
+        [sys.executable, "-m", "multimsd.pipeline.cli", "run", "debug=tiny", f"output.dir={other}"],
         capture_output=True,
         text=True,
         timeout=120,
@@ -295,7 +296,8 @@ def test_paper_presets_compose_every_stage(experiment, systems, tmp_path):
 
 
 def test_systems_can_be_added_and_dropped_from_the_command_line(tmp_path):
-    from multimsd.pipeline.run import compose, conf_dir, expand_systems
+    from multimsd.paths import conf_dir
+    from multimsd.pipeline.run import compose, expand_systems
 
     cfg = compose("run", ["debug=tiny"], config_dir=conf_dir() / "pipeline")
     assert set(expand_systems(cfg)) == {"copy", "zero_shot", "finetuned_theta1", "finetuned_theta4"}

@@ -17,7 +17,8 @@ from conftest import run_cli
 from omegaconf import OmegaConf
 
 from multimsd.errors import MultimsdError
-from multimsd.pipeline.run import compose, conf_dir
+from multimsd.paths import conf_dir
+from multimsd.pipeline.run import compose
 from multimsd.split import SplitConfig, split_article_ids
 
 DOCS = [f"doc{k:02d}" for k in range(30)]
@@ -248,8 +249,7 @@ def test_multimsd_run_refuses_a_bad_split_before_any_work(tmp_path, capsys, args
     ],
 )
 def test_the_entry_points_print_one_line(tmp_path, python, repo_root, script, arg, message):
-    out = f"output_dir={tmp_path / 'o'}" if script == "train.py" else f"output.dir={tmp_path / 'o'}"
-    proc = run_cli(python, repo_root, arg, out, script=script, cwd=tmp_path)
+    proc = run_cli(python, repo_root, arg, f"output.dir={tmp_path / 'o'}", script=script, cwd=tmp_path)
     assert proc.returncode == 2, proc.stderr[-2000:]
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(message), lines

@@ -76,6 +76,10 @@ def check_config(cfg: AlignConfig) -> None:
     methods = [cfg.aligner.method, *(cfg.gold.methods if cfg.mode == "gold" else [])]
     for method in dict.fromkeys(methods):  # every aligner this run will use, each once
         get_aligner(method).check_options(cfg)
+    if any(get_aligner(method).needs == "embeddings" for method in methods):
+        from multimsd.alignment.embed import check_available
+
+        check_available(cfg.embedder)  # (aligner=nm, which embeds for itself, checks in its check_options)
     check_languages(list(cfg.data.languages))
     check_split_config(cfg.split, "split")
     if cfg.output.push_to_hub and not cfg.output.hub_repo_id:

@@ -4,7 +4,7 @@ own, ``multimsd align|train|evaluate [hydra overrides]`` (the same Hydra command
 ``--config-dir``).
 
 Overrides of ``multimsd run`` are Hydra's ``key=value``. The run's own keys (``conf/pipeline/run.yaml``:
-``dir``, ``systems``, ``sweep``, ``experiment=…``, ``debug=…``) go to the run; ``align.<key>=…``, ``train.<key>=…`` and
+``output.dir``, ``systems``, ``sweep``, ``experiment=…``, ``debug=…``) go to the run; ``align.<key>=…``, ``train.<key>=…`` and
 ``evaluate.<key>=…`` go to that stage's config (``align.aligner.threshold=0.6``, ``train.optim.epochs=5``,
 ``+train.foo=1``, ``~evaluate.systems.identity``), after the run's own lists for that stage.
 """
@@ -36,11 +36,12 @@ A stage whose resolved config is unchanged and whose outputs are intact is skipp
 a killed run continues where it stopped.
 
 Run keys (conf/pipeline/run.yaml):
-  dir=PATH                     the run directory (report.html, results.json, every stage's outputs)
+  output.dir=PATH              the run directory (report.html, results.json, every stage's outputs);
+                               dir=PATH is its deprecated name
   experiment=NAME              a preset of conf/pipeline/experiment/ (e.g. llama31_multi_weighted)
   debug=tiny                   seconds-long run on tiny random models (tests)
   systems.NAME.kind=train|icl|copy   the systems compared in the report (a new NAME adds one)
-  systems.NAME.label=TEXT            its name in the report
+  systems.NAME.label=TEXT            its name in the report (default: what ran, e.g. "SmolLM2-135M-Instruct + LoRA, θ = 4")
   systems.NAME.enabled=false         leave a system of the defaults / a preset out
   systems.NAME.train.KEY=VALUE       a train.py override of that system only
   sweep.parameter=loss.theta sweep.values=[1,4]    one trained system per value
@@ -63,7 +64,7 @@ Stage keys, routed to that stage's own config (see python align.py/train.py/eval
 
 Examples:
   multimsd run
-  multimsd run dir=outputs/theta sweep.parameter=loss.theta sweep.values=[1,4]
+  multimsd run output.dir=outputs/theta sweep.parameter=loss.theta sweep.values=[1,4]
   multimsd run experiment=llama31_multi_weighted align.data.path=pairs.jsonl
   multimsd run experiment=weighted_loss pairs.path=corpus.tsv pairs.lang=es train.data.languages=[es]
   multimsd run train.model=tiny_llama train.debug=train_tiny align.debug=tiny
@@ -237,7 +238,7 @@ def _main(argv: list[str]) -> None:
             from multimsd.pipeline.run import plan
 
             print(OmegaConf.to_yaml(cfg))
-            for stage in plan(cfg, Path(cfg.dir).resolve()):
+            for stage in plan(cfg, Path(cfg.output.dir).resolve()):
                 print(f"# stage {stage.name}: {stage.out}")
             return None
         results = run(cfg, args)

@@ -57,8 +57,15 @@ class PairsConfig:
 
 
 @dataclass
-class RunConfig:
+class RunOutput:
     dir: str = "outputs/run"  # the run directory: every stage's outputs, report.html, results.json
+
+
+@dataclass
+class RunConfig:
+    output: RunOutput = field(default_factory=RunOutput)
+    # Deprecated: the old name of output.dir, still read (copied to output.dir, with a one-line note).
+    dir: str | None = None
     name: str | None = None  # shown in the report; null = the run directory's name
     align: list[str] = field(default_factory=list)  # align.py overrides
     pairs: PairsConfig = field(default_factory=PairsConfig)  # pairs.path=… replaces alignment

@@ -14,7 +14,7 @@ The run directory::
 
     <run>/align/                 align.py's DatasetDict (+ stats.json: the corpus statistics)
     <run>/align/gold/            align.py mode=gold: P/R/F1 and the θ curve (when ``gold=true``)
-    <run>/systems/<name>/        train.py's output_dir per trained / prompted system (predictions/test/…)
+    <run>/systems/<name>/        train.py's output.dir per trained / prompted system (predictions/test/…)
     <run>/evaluation/            evaluate.py's results.json, table.md, scores.png
     <run>/run.json               what ran, with which config, where its results are, how long each stage took
     <run>/results.json           per system and language: the report's scores (SARI / BLEU / FKGL, ...) with
@@ -36,10 +36,11 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from multimsd import interrupts
-from multimsd.cli import config_error_line, extra_keys
 from multimsd.errors import MultimsdError
-from multimsd.paths import conf_dir
+from multimsd.outdir import alias_of, use_output_dir
+from multimsd.pipeline.compose import compose, register_schemas  # noqa: F401  (compose: part of this API)
 from multimsd.pipeline.config import SYSTEM_KINDS, RunConfig
+from multimsd.pipeline.labels import system_label
 from multimsd.pipeline.records import StageRecords, fingerprint, read_json, write_json_atomic
 from multimsd.split import check_split_config
 
@@ -62,84 +63,6 @@ class Stage:
 
 
 # ------------------------------------------------------------------------------------------- config
-def compose(
-    config_name: str,
-    overrides: list[str],
-    config_dir: Path | None = None,
-    search: list[str] | tuple[str, ...] = (),
-) -> DictConfig:
-    """A config composed by Hydra as the entry point would (schemas registered, ``hydra`` node dropped).
-
-    ``config_dir``: the primary config directory (default the packaged ``conf/``); ``search``: more
-    directories on Hydra's search path (a user's own presets, ``--config-dir``)."""
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-    from hydra.errors import HydraException
-    from omegaconf.errors import OmegaConfBaseException
-
-    register_schemas()
-    GlobalHydra.instance().clear()
-    where = config_dir or conf_dir()
-    overrides = list(overrides)
-    for d in search:
-        if not Path(d).is_dir():
-            raise MultimsdError(f"config_dir={d}: not a directory")
-    if search:
-        quoted = ",".join("'file://" + str(Path(d).resolve()).replace("'", "\\'") + "'" for d in search)
-        overrides.append(f"hydra.searchpath=[{quoted}]")
-    try:
-        with initialize_config_dir(version_base="1.3", config_dir=str(where), job_name="multimsd_run"):
-            cfg = hydra_compose(config_name=config_name, overrides=overrides)
-    except (HydraException, OmegaConfBaseException) as e:
-        raise MultimsdError(f"{config_name} config: {config_error_line(e)}{_owner_hint(e)}") from None
-    finally:
-        GlobalHydra.instance().clear()
-    extra = extra_keys(cfg)
-    if extra:
-        raise MultimsdError(f"{config_name} config: no such key: +{extra[0]}")
-    return cfg
-
-
-def _owner_hint(e: BaseException) -> str:
-    """For a key that belongs to another component's options (``aligner.classifier.*`` while aligner=symmetric,
-    ``model.lstm.*`` with a transformers model): which config group option has it."""
-    from hydra.core.config_store import ConfigStore
-
-    x: BaseException | None = e
-    while x is not None and not getattr(x, "full_key", None):
-        x = x.__cause__ or x.__context__
-    if x is None or type(x).__name__ not in ("ConfigAttributeError", "ConfigKeyError"):
-        return ""  # only a key that does not exist here can belong elsewhere (not a bad value)
-    group, _, rest = str(x.full_key).partition(".")
-    field = rest.split(".")[0]
-    entries = ConfigStore.instance().repo.get(group)
-    if not field or not isinstance(entries, dict):
-        return ""
-    for name, entry in entries.items():
-        node = getattr(entry, "node", None)
-        if name.endswith(".yaml") and isinstance(node, DictConfig) and field in node:
-            option = name.removesuffix(".yaml")
-            return f"; {group}.{field} is an option of {group}={option}: add {group}={option}"
-    return ""
-
-
-def register_schemas() -> None:
-    """The stages' schemas, and every built-in aligner's and model kind's options (``aligner=<name>``,
-    ``model=<kind>``: registered by importing them)."""
-    from hydra.core.config_store import ConfigStore
-
-    import multimsd.alignment.aligners  # noqa: F401
-    import multimsd.training.kinds  # noqa: F401
-    from multimsd.config import register_configs
-    from multimsd.pipeline.config import register_run_config
-    from multimsd.training.config import TrainConfig
-
-    register_configs()
-    register_run_config()
-    ConfigStore.instance().store(name="train_schema", node=TrainConfig)
-
-
 def _user_dirs(cfg: RunConfig | DictConfig) -> list[str]:
     """The user's config directory (``config_dir`` / ``--config-dir``), searched after the packaged configs."""
     return [str(Path(cfg.config_dir).expanduser())] if cfg.get("config_dir") else []
@@ -159,14 +82,15 @@ def expand_systems(cfg: RunConfig | DictConfig) -> dict[str, dict]:
             raise MultimsdError(f"systems.{name}.kind={sc.kind!r}: choose one of {', '.join(SYSTEM_KINDS)}")
         if not name.replace("_", "").replace("-", "").isalnum():
             raise MultimsdError(f"systems.{name}: use letters, digits, '_' and '-' in system names")
-        base = {"kind": sc.kind, "train": list(sc.train), "label": sc.label or name, "sweep": None}
+        # label: the user's (systems.NAME.label) or, once its config is composed (plan), what ran
+        base = {"kind": sc.kind, "train": list(sc.train), "label": sc.label, "sweep": None, "suffix": ""}
         if sc.kind == "train" and param:
             short = param.rsplit(".", 1)[-1]
             for v in values:
                 out[f"{name}_{short}{v}"] = {
                     **base,
                     "train": [*base["train"], f"{param}={v}"],
-                    "label": f"{base['label']}, {short}={v}",
+                    "suffix": f", {'θ' if short == 'theta' else short} = {v}",
                     "sweep": v,
                 }
         else:
@@ -215,9 +139,13 @@ def plan(cfg: RunConfig | DictConfig, run_dir: Path) -> list[Stage]:
     systems = expand_systems(cfg)
     for name, sys_cfg in systems.items():
         if sys_cfg["kind"] == "copy":
+            sys_cfg["label"] = sys_cfg["label"] or system_label("copy", None)
             continue
         out = run_dir / "systems" / name
-        overrides = [*cfg.train, *sys_cfg["train"], f"data.path={run_dir / 'align'}", f"output_dir={out}"]
+        # The run places every system's outputs: a train.output_dir=… (deprecated name) is dropped like a
+        # train.output.dir=… is overridden.
+        overrides = [*cfg.train, *sys_cfg["train"], f"data.path={run_dir / 'align'}"]
+        overrides += [f"output.dir={out}", "output_dir=null"]
         if sys_cfg["kind"] == "icl":
             overrides.append("mode=icl")
         train_cfg = compose("train", overrides, search=_user_dirs(cfg))
@@ -227,6 +155,7 @@ def plan(cfg: RunConfig | DictConfig, run_dir: Path) -> list[Stage]:
         if sys_cfg["kind"] == "icl":  # prompting never reads the optimiser or loss settings
             resolved = {k: v for k, v in resolved.items() if k not in ("optim", "loss")}
         fp = fingerprint([__version__, resolved], align_fp)
+        sys_cfg["label"] = (sys_cfg["label"] or system_label(sys_cfg["kind"], train_cfg)) + sys_cfg["suffix"]
         stages.append(Stage(f"train/{name}", train_cfg, fp, out, "train", name, sys_cfg))
 
     trained = [s for s in stages if s.kind == "train"]
@@ -262,14 +191,14 @@ def check_run_dir(run_dir: Path) -> None:
     """One line, before any work, when the run directory cannot be written or is someone else's directory."""
     from multimsd.fsutil import check_writable_dir
 
-    check_writable_dir(run_dir, "dir")
+    check_writable_dir(run_dir, "output.dir")
     if (
         run_dir.is_dir()
         and any(run_dir.iterdir())
         and not (run_dir / StageRecords(run_dir).dir.name).exists()
     ):
         raise MultimsdError(
-            f"dir={run_dir} exists and is not a multimsd run directory; refusing to write into it"
+            f"output.dir={run_dir} exists and is not a multimsd run directory; refusing to write into it"
         )
 
 
@@ -359,7 +288,7 @@ def write_run_files(
         "name": cfg.name or run_dir.name,
         "created": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "command": " ".join(["multimsd", "run", *argv]),
-        "config": OmegaConf.to_container(cfg, resolve=True),
+        "config": _recorded(cfg),
         "timings": {name: st["seconds"] for name, st in status.items()},
         "align": {
             "stats": "align/stats.json",
@@ -405,6 +334,14 @@ def write_run_files(
     }
     write_json_atomic(run_dir / "results.json", results)
     return results
+
+
+def _recorded(cfg: DictConfig) -> dict:
+    """The run's config as run.json records it: resolved, without the deprecated alias of output.dir (null)."""
+    config = OmegaConf.to_container(cfg, resolve=True)
+    if config.get(alias_of("run")) is None:
+        config.pop(alias_of("run"), None)
+    return config
 
 
 def shown_keys(evaluation: dict) -> list[str]:
@@ -457,8 +394,8 @@ def build_report(run_dir: Path) -> dict | None:
 # ------------------------------------------------------------------------------------------- run
 def run(cfg: RunConfig | DictConfig | dict, argv: list[str] | None = None) -> dict:
     """The whole pipeline; returns results.json's content (plus where the report is)."""
-    cfg = cfg if isinstance(cfg, DictConfig) else OmegaConf.structured(cfg)
-    run_dir = Path(cfg.dir).resolve()
+    cfg = use_output_dir(cfg if isinstance(cfg, DictConfig) else OmegaConf.structured(cfg), "run")
+    run_dir = Path(cfg.output.dir).resolve()
     check_run_dir(run_dir)
     stages = plan(cfg, run_dir)  # every config composed: a typo in any stage fails here
     run_dir.mkdir(parents=True, exist_ok=True)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from multimsd import __version__
 from multimsd.errors import MultimsdError
+from multimsd.fsutil import current_umask
 from multimsd.report.blocks import Section
 from multimsd.report.html import render_html
 from multimsd.report.load import Run, load_run
@@ -50,6 +51,7 @@ def _write_atomic(path: Path, text: str) -> None:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~current_umask())  # mkstemp's 0600 would hide the report from a group
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

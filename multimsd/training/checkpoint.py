@@ -1,6 +1,6 @@
 """Resumable checkpoints of the training loop: what trains, never the frozen base.
 
-A checkpoint (``<output_dir>/checkpoints/step_<N>``) is Accelerate's ``save_state``: the model's weights, the
+A checkpoint (``<output.dir>/checkpoints/step_<N>``) is Accelerate's ``save_state``: the model's weights, the
 optimizer, the scheduler, every RNG and the loop counters (:class:`TrainState`: epoch, micro-batches consumed,
 best value, history). Resuming from it continues the run step for step (tests/test_train_cli.py kills a run
 with SIGKILL and checks that the resumed one gives the same step losses).
@@ -31,6 +31,7 @@ import shutil
 from pathlib import Path
 
 from multimsd import interrupts
+from multimsd.console import without_log_message
 from multimsd.errors import MultimsdError
 
 log = logging.getLogger(__name__)
@@ -108,7 +109,7 @@ def load_checkpoint(accelerator, ckpt: Path, model) -> None:
         missing = sorted(want - _plain(saved))
         raise MultimsdError(
             f"checkpoint {ckpt} lacks {len(missing)} trainable weight(s) of this model (e.g. {missing[0]}); "
-            f"it was written by another model or adapter: use another output_dir"
+            f"it was written by another model or adapter: use another output.dir"
         )
     # The frozen base is not in the file (it came from model.pretrained), hence non-strict; the check above
     # made sure everything that trains is.
@@ -128,7 +129,11 @@ def _files(directory: Path) -> list[Path]:
 
 
 def write_manifest(directory: Path) -> None:
-    """Record size and SHA-256 of every file in ``directory``; call it when the directory is complete."""
+    """Record size and SHA-256 of every file in ``directory``; call it when the directory is complete.
+    Modes follow the user's umask first (libraries save weights through 0600 temporary files)."""
+    from multimsd.fsutil import share_modes
+
+    share_modes(directory)
     entries = {
         p.relative_to(directory).as_posix(): {"size": p.stat().st_size, "sha256": _sha256(p)}
         for p in _files(directory)
@@ -193,7 +198,9 @@ def save_checkpoint(accelerator, out: Path, state: TrainState, keep: int = 2) ->
     final = out / "checkpoints" / f"step_{state.step:08d}"
     tmp = out / "checkpoints" / f".tmp_step_{state.step:08d}"
     try:
-        accelerator.save_state(str(tmp))
+        # Tied weights (mBART's embeddings and head) are saved once, as they should: Accelerate says so every time.
+        with without_log_message("accelerate.utils.other", "Removed shared tensor"):
+            accelerator.save_state(str(tmp))
         accelerator.wait_for_everyone()  # every process's files (RNG states, shards) are in `tmp`
         if accelerator.is_main_process:
             write_manifest(tmp)  # last: a checkpoint with a manifest was complete when it was written

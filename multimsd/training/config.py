@@ -135,6 +135,13 @@ class HubSettings:
 
 
 @dataclass
+class TrainOutput:
+    # Checkpoints, the best model (best/), predictions/<split>/ and all_results.json; conf/train.yaml names one
+    # per model, mode and θ. The key align.py, evaluate.py and multimsd run use too.
+    dir: str = "outputs/train"
+
+
+@dataclass
 class TrainConfig:
     mode: str = "train"  # train | icl
     model: ModelSettings = field(default_factory=ModelSettings)
@@ -144,11 +151,23 @@ class TrainConfig:
     eval: EvalSettings = field(default_factory=EvalSettings)
     icl: IclSettings = field(default_factory=IclSettings)
     hub: HubSettings = field(default_factory=HubSettings)
-    output_dir: str = "outputs/train"
-    resume: bool = True  # continue from the last checkpoint in output_dir when there is one
+    output: TrainOutput = field(default_factory=TrainOutput)
+    # Deprecated: the old name of output.dir, still read (copied to output.dir, with a one-line note).
+    output_dir: str | None = None
+    resume: bool = True  # continue from the last checkpoint in output.dir when there is one
     checkpoint_every: int = 0  # optimizer steps between checkpoints; 0 = end of each epoch only
     report_to: list[str] = field(default_factory=list)  # tensorboard, wandb, mlflow (Accelerate trackers)
     seed: int = 42
     # Modules imported before the stage runs, so their register_* calls (aligners, model kinds, metrics) take
     # effect: plugins=[my_package.my_aligner] (see README, Extending multimsd).
     plugins: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        # The deprecated name, in the config of a Hydra job or a dict given to multimsd.training.loop.run: copied
+        # to output.dir (a command line setting both differently failed at start-up: multimsd.outdir).
+        if self.output_dir is not None:
+            from multimsd.outdir import note_deprecated
+
+            note_deprecated("output_dir")
+            self.output.dir = self.output_dir
+            self.output_dir = None

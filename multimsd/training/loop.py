@@ -31,6 +31,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from multimsd import interrupts
+from multimsd.console import say
 from multimsd.errors import MultimsdError
 from multimsd.fsutil import check_writable_dir, write_text_atomic
 from multimsd.split import check_split_config
@@ -166,19 +167,16 @@ class Progress:
     resume``. The step in flight is dropped; the run goes on from the last complete checkpoint."""
 
     def __init__(self, cfg: TrainConfig):
-        self.out, self.resume, self.every = Path(cfg.output_dir), cfg.resume, cfg.checkpoint_every
+        self.out, self.resume, self.every = Path(cfg.output.dir), cfg.resume, cfg.checkpoint_every
         self.phase = (
             "icl" if cfg.mode == "icl" else "start"
         )  # start, step, checkpoint, evaluation, predictions
         self.state: TrainState | None = None
         self.total = 0  # optimizer steps of the run
         self.checkpoint: Path | None = None  # the last complete checkpoint this run resumed from or wrote
-        self.bar = None  # the progress bar, closed (its line ended) before the interrupt's line is printed
 
     def where(self) -> str:
         s, total = self.state, self.total
-        if self.bar is not None:
-            self.bar.close()
         if self.phase == "icl":
             return "while prompting"
         if s is None or self.phase == "start":
@@ -232,8 +230,8 @@ def _run(cfg: TrainConfig, progress: Progress) -> dict:
     from accelerate.utils import DataLoaderConfiguration, set_seed
 
     kind = get_kind(cfg.model.kind)
-    out = Path(cfg.output_dir)
-    check_writable_dir(out, "output_dir")  # before loading data and model, not at the first write
+    out = Path(cfg.output.dir)
+    check_writable_dir(out, "output.dir")  # before loading data and model, not at the first write
     rows = select(load_pairs(cfg.data.path, cfg.data), cfg.data, cfg.seed)
     if not rows["train"] and cfg.mode == "train":
         raise MultimsdError("the training split is empty")
@@ -361,7 +359,7 @@ def _run(cfg: TrainConfig, progress: Progress) -> dict:
     bar = tqdm(
         total=steps, initial=state.step, desc="training", disable=not accelerator.is_local_main_process
     )
-    progress.state, progress.total, progress.bar, progress.phase = state, steps, bar, "step"
+    progress.state, progress.total, progress.phase = state, steps, "step"
     while not state.done and state.epoch < cfg.optim.epochs:
         train_dl.set_epoch(state.epoch)
         dl = (
@@ -427,7 +425,7 @@ def _run(cfg: TrainConfig, progress: Progress) -> dict:
             from accelerate.utils import broadcast_object_list
 
             metrics = broadcast_object_list([metrics])[0]
-        accelerator.print(f"epoch {state.epoch}: {_fmt(metrics)}")
+        say(f"epoch {state.epoch}: {_fmt(metrics)}", accelerator)  # on a line of its own, not after the bar
         accelerator.log(
             {f"val/{k}": v for k, v in metrics.items() if isinstance(v, int | float)}, step=state.step
         )
@@ -439,7 +437,7 @@ def _run(cfg: TrainConfig, progress: Progress) -> dict:
         else:
             state.bad_epochs += 1
             if state.bad_epochs >= cfg.eval.patience:
-                accelerator.print(f"early stopping: no improvement for {state.bad_epochs} epoch(s)")
+                say(f"early stopping: no improvement for {state.bad_epochs} epoch(s)", accelerator)
                 state.done = True
         state.epoch += 1
         state.batches_in_epoch = 0
@@ -502,7 +500,7 @@ def load_best(cfg: TrainConfig, kind: ModelKind, path: Path, accelerator, model)
         return unwrapped
     # Predictions from a damaged best model would be silently wrong numbers: refuse, naming the file.
     if problem := manifest_problem(path):
-        raise MultimsdError(f"the best model cannot be used: {problem}; train again into a new output_dir")
+        raise MultimsdError(f"the best model cannot be used: {problem}; train again into a new output.dir")
     return kind.load_best(cfg, path, unwrapped)
 
 
@@ -536,7 +534,7 @@ def _check_resume_target(out: Path, fingerprint: dict, cfg: TrainConfig) -> None
     """A checkpoint directory written by a *different* configuration is never resumed or overwritten."""
     if cfg.mode == "train" and not cfg.resume and last_checkpoint(out) is not None:
         raise MultimsdError(
-            f"{out} already holds checkpoints; pass resume=true to continue, or another output_dir"
+            f"{out} already holds checkpoints; pass resume=true to continue, or another output.dir"
         )
     saved = out / "train_config.json"
     if cfg.mode == "train" and cfg.resume and saved.exists():
@@ -545,7 +543,7 @@ def _check_resume_target(out: Path, fingerprint: dict, cfg: TrainConfig) -> None
             diff = sorted(k for k in fingerprint if old.get(k) != json.loads(json.dumps(fingerprint[k])))
             raise MultimsdError(
                 f"{out} holds checkpoints of a different configuration (differs in: {', '.join(diff)}); "
-                f"choose another output_dir or pass resume=false with a fresh output_dir"
+                f"choose another output.dir or pass resume=false with a fresh output.dir"
             )
 
 

@@ -13,7 +13,7 @@ callback never runs, so a sweep with one failure gives no table at all. :class:`
 3. on a **re-run with the same** ``hydra.sweep.dir``, does not re-submit a point that completed before (same
    overrides, a ``COMPLETED`` record in ``jobs.jsonl``): its results are kept and it is listed as such. The
    other points are submitted again under their old job numbers; a training job then resumes from the
-   last checkpoint in its own ``output_dir`` (``resume=true``, the default).
+   last checkpoint in its own ``output.dir`` (``resume=true``, the default).
 
 The sweep still exits non-zero when a job failed (Hydra raises the first failure), after the summary is
 written. Needs the ``sweep`` extra (hydra-submitit-launcher).

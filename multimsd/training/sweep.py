@@ -15,17 +15,21 @@ from hydra.core.utils import JobReturn
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
+from multimsd.outdir import output_dir_of
+
 
 class SweepSummary(Callback):
     def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
         sweep_dir = Path(config.hydra.sweep.dir)
         sweep_dir.mkdir(parents=True, exist_ok=True)
-        results_file = Path(config.output_dir) / "all_results.json"
+        # The job's config as Hydra composed it: output.dir, or the deprecated output_dir when that was used.
+        out_dir = output_dir_of(config, "train")
+        results_file = Path(out_dir) / "all_results.json"
         results = json.loads(results_file.read_text(encoding="utf-8")) if results_file.exists() else {}
         line = {
             "job": config.hydra.job.num if "num" in config.hydra.job else None,
             "overrides": list(config.hydra.overrides.task),
-            "output_dir": str(config.output_dir),
+            "output_dir": out_dir,  # a field of jobs.jsonl (its name kept: files of earlier sweeps have it)
             "status": getattr(job_return.status, "name", str(job_return.status)),
             "validation": results.get("after") or results.get("validation") or {},
         }

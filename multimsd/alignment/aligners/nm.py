@@ -482,7 +482,10 @@ class NmAligner(Aligner):
         return [_align(cb, cv, sb, sv, c, *setting) for cb, cv, sb, sv in vecs]
 
     def check_options(self, cfg: AlignConfig) -> None:
+        from multimsd.alignment.embed import check_available
+
         check_nm_config(self.settings(cfg).nm)
+        check_available(cfg.embedder)  # it embeds blocks with the stage's embedder
 
     def check_threshold(self, threshold: float) -> None:
         if not -2.0 <= threshold <= 2.0:

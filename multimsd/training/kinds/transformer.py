@@ -85,25 +85,31 @@ class TransformerKind(ModelKind):
     def load(self, ms, path: str, train_rows: list[dict] | None = None, paraphrase: bool = False):
         from transformers import AutoTokenizer
 
+        from multimsd.io import hub_reachable, model_unavailable
+
         ms = self.settings(ms)
+        # A Hub id that is not cached cannot be had offline: one line now, not minutes of download retries.
+        if problem := model_unavailable(path, "model=smollm2_lora (built locally, offline)"):
+            raise MultimsdError(f"cannot load model {ms.pretrained!r}: {problem}")
         kwargs = {"dtype": torch_dtype(ms.dtype)}
         if ms.dropout is not None:
             kwargs["dropout"] = ms.dropout
+        # A cached Hub id on a machine without the Hub: read from the cache without asking the Hub first.
+        offline = not Path(path).expanduser().exists() and not hub_reachable()
+        local = {"local_files_only": True} if offline else {}
         try:
-            tokenizer = AutoTokenizer.from_pretrained(path)
+            tokenizer = AutoTokenizer.from_pretrained(path, **local)
             if is_random_init(path):  # random:<architecture>: built from its configuration (benchmarks)
                 model = build_random(self.auto_class(), path, kwargs["dtype"], ms.dropout)
             else:
-                model = self.auto_class().from_pretrained(path, **kwargs)
+                model = self.auto_class().from_pretrained(path, **kwargs, **local)
         except OSError:
-            from multimsd.io import hub_reachable
-
             hint = (
                 "the Hugging Face Hub is unreachable" if not hub_reachable() else "no such model on the Hub"
             )
             raise MultimsdError(
                 f"cannot load model {ms.pretrained!r}: not a local directory and {hint}. Download it where the "
-                f"Hub is reachable (huggingface-cli download {ms.pretrained}) or use model=smollm2_lora offline"
+                f"Hub is reachable (hf download {ms.pretrained}) or use model=smollm2_lora offline"
             ) from None
         if tokenizer.pad_token is None:
             # Llama 3 ships without a pad token; padded positions are masked (attention) and ignored (labels).
