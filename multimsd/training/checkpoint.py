@@ -188,6 +188,13 @@ def last_checkpoint(out: Path) -> Path | None:
     return None
 
 
+def remove_partial_checkpoints(out: Path) -> None:
+    """Remove the temporary directories of checkpoints a killed run (SIGKILL) was writing: never resumed
+    from (only whole ``step_*`` directories are), they would only take space."""
+    for partial in (out / "checkpoints").glob(".tmp_step_*"):
+        shutil.rmtree(partial, ignore_errors=True)
+
+
 def save_checkpoint(accelerator, out: Path, state: TrainState, keep: int = 2) -> Path:
     """Model (what trains), optimizer, scheduler, RNG states and :class:`TrainState`; the last ``keep`` kept.
 

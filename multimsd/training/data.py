@@ -322,6 +322,13 @@ def train_dataloader(dataset, data: TrainData, batch_size: int, seed: int, colla
     )
 
 
+def eval_dataloader(dataset, batch_size: int, seed: int, collate_fn):
+    """The validation ``DataLoader``: the data's order, and (:func:`loader_generator`) no global RNG draw."""
+    return torch.utils.data.DataLoader(
+        dataset, batch_size=batch_size, collate_fn=collate_fn, generator=loader_generator(seed)
+    )
+
+
 def loader_generator(seed: int) -> torch.Generator:
     """A ``DataLoader``'s own random generator, so that iterating it never draws from the global torch RNG.
 

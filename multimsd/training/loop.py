@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import shutil
 import time
 from itertools import islice
 from pathlib import Path
@@ -41,6 +40,7 @@ from multimsd.training.checkpoint import (
     load_checkpoint,
     manifest_problem,
     register_trainable_only_hooks,
+    remove_partial_checkpoints,
     save_checkpoint,
     write_manifest,
 )
@@ -48,8 +48,8 @@ from multimsd.training.config import TrainConfig
 from multimsd.training.data import (
     Collator,
     PackingCollator,
+    eval_dataloader,
     load_pairs,
-    loader_generator,
     select,
     tokenize_dataset,
     train_dataloader,
@@ -59,6 +59,7 @@ from multimsd.training.forward import MicroBatchLoss, input_tokens
 from multimsd.training.kinds import MODEL_KINDS, ModelKind, get_kind
 from multimsd.training.modeling import load_model_and_tokenizer, model_path
 from multimsd.training.predict import generate, score_predictions
+from multimsd.training.progress import Progress
 
 log = logging.getLogger(__name__)
 
@@ -161,60 +162,6 @@ def _improved(cfg: TrainConfig, metrics: dict, best: float | None) -> tuple[bool
     return better, value if better else best
 
 
-class Progress:
-    """Where a run is, for the one line an interrupt (Ctrl-C, SIGTERM) prints (:mod:`multimsd.interrupts`):
-    ``interrupted at step 31/38: the last complete checkpoint is …/step_00000030; run the same command to
-    resume``. The step in flight is dropped; the run goes on from the last complete checkpoint."""
-
-    def __init__(self, cfg: TrainConfig):
-        self.out, self.resume, self.every = Path(cfg.output.dir), cfg.resume, cfg.checkpoint_every
-        self.phase = (
-            "icl" if cfg.mode == "icl" else "start"
-        )  # start, step, checkpoint, evaluation, predictions
-        self.state: TrainState | None = None
-        self.total = 0  # optimizer steps of the run
-        self.checkpoint: Path | None = None  # the last complete checkpoint this run resumed from or wrote
-
-    def where(self) -> str:
-        s, total = self.state, self.total
-        if self.phase == "icl":
-            return "while prompting"
-        if s is None or self.phase == "start":
-            return "before training"
-        if self.phase == "step":
-            return f"at step {s.step + 1}/{total}"
-        if self.phase == "checkpoint":
-            return f"at step {s.step}/{total} (saving its checkpoint)"
-        if self.phase == "evaluation":
-            return f"in the evaluation of epoch {s.epoch} (after step {s.step}/{total})"
-        return f"while writing the predictions (training is complete: step {s.step}/{total})"
-
-    def last_checkpoint(self) -> Path | None:
-        if self.checkpoint is not None:
-            return self.checkpoint
-        # step_* are complete by construction (renamed into place when written whole)
-        found = sorted((self.out / "checkpoints").glob("step_*"))
-        return found[-1] if found else None
-
-    def on_disk(self) -> str:
-        if self.phase == "icl":
-            return f"no results in {self.out}"
-        ckpt = self.last_checkpoint()
-        if ckpt is None:
-            when = "" if self.every else " (checkpoint_every=0: one at the end of each epoch)"
-            return f"no checkpoint in {self.out} yet{when}"
-        return f"the last complete checkpoint is {ckpt}"
-
-    def advice(self) -> str:
-        if self.phase == "icl" or self.last_checkpoint() is None:
-            return "run the same command to start again"
-        if not self.resume:
-            return "run it again with resume=true to resume"
-        if self.phase == "predictions":
-            return "run the same command to write them"
-        return "run the same command to resume"
-
-
 # ---------------------------------------------------------------------------------------------- the stage
 def run(cfg: TrainConfig | DictConfig | dict) -> dict:
     """Train (or prompt, ``mode=icl``) and evaluate; return the final metrics (also in all_results.json)."""
@@ -245,9 +192,8 @@ def _run(cfg: TrainConfig, progress: Progress) -> dict:
         gradient_accumulation_steps=cfg.optim.grad_accum,
         log_with=list(cfg.report_to) or None,
         project_dir=str(out),
-        # A seedable sampler makes the shuffle a function of (seed, epoch): the same order after a resume. Its
-        # seed is given, not read from torch.initial_seed() when the loader is prepared (which anything that
-        # calls torch.manual_seed on the way there, a model builder or a plugin, would change).
+        # A seedable sampler makes the shuffle a function of (seed, epoch): the same order after a resume (its
+        # seed given: torch.initial_seed() at prepare time changes with any torch.manual_seed on the way).
         dataloader_config=DataLoaderConfiguration(use_seedable_sampler=True, data_seed=cfg.seed),
     )
     set_seed(cfg.seed)
@@ -279,12 +225,7 @@ def _run(cfg: TrainConfig, progress: Progress) -> dict:
         tok["train"].select_columns(cols), cfg.data, cfg.optim.batch_size, cfg.seed, collate_train
     )
     val_dl = (
-        torch.utils.data.DataLoader(
-            tok["validation"].select_columns(cols),
-            batch_size=cfg.eval.batch_size,
-            collate_fn=collate,
-            generator=loader_generator(cfg.seed),  # no draw from the global RNG (see loader_generator)
-        )
+        eval_dataloader(tok["validation"].select_columns(cols), cfg.eval.batch_size, cfg.seed, collate)
         if len(tok["validation"])
         else None
     )
@@ -337,9 +278,8 @@ def _run(cfg: TrainConfig, progress: Progress) -> dict:
     elif accelerator.is_main_process:
         out.mkdir(parents=True, exist_ok=True)
         write_text_atomic(out / "train_config.json", json.dumps(fingerprint, indent=2) + "\n")
-    if accelerator.is_main_process:  # what a run killed while saving a checkpoint (SIGKILL) left
-        for partial in (out / "checkpoints").glob(".tmp_step_*"):
-            shutil.rmtree(partial, ignore_errors=True)
+    if accelerator.is_main_process:
+        remove_partial_checkpoints(out)  # what a run killed (SIGKILL) while saving one left
 
     # how the steps were computed (loss.chunked / data.packing apply where they can, see multimsd.training.forward)
     results: dict = {"resumed_from": resumed_from, "chunked_loss": losses.chunked, "packing": packing}
@@ -352,14 +292,9 @@ def _run(cfg: TrainConfig, progress: Progress) -> dict:
     scale = cfg.optim.grad_accum * accelerator.num_processes  # see multimsd.training.loss: undo averaging
     from tqdm.auto import tqdm
 
-    # The optimizer steps this process will take: its share of the batches (the scheduler's total above counts
-    # the batches of one process alone, as Accelerate steps a prepared scheduler once per process).
-    steps = math.ceil(len(train_dl) / cfg.optim.grad_accum) * cfg.optim.epochs
-    steps = min(steps, cfg.optim.max_steps) if cfg.optim.max_steps else steps
-    bar = tqdm(
-        total=steps, initial=state.step, desc="training", disable=not accelerator.is_local_main_process
-    )
-    progress.state, progress.total, progress.phase = state, steps, "step"
+    progress.start(state, len(train_dl), cfg)  # this process's optimizer steps: progress.total
+    shown = accelerator.is_local_main_process
+    bar = tqdm(total=progress.total, initial=state.step, desc="training", disable=not shown)
     while not state.done and state.epoch < cfg.optim.epochs:
         train_dl.set_epoch(state.epoch)
         dl = (
@@ -412,9 +347,7 @@ def _run(cfg: TrainConfig, progress: Progress) -> dict:
             bar.update(1)
             bar.set_postfix(loss=f"{loss_value:.4f}")
             if cfg.checkpoint_every and state.step % cfg.checkpoint_every == 0:
-                progress.phase = "checkpoint"
-                progress.checkpoint = save_checkpoint(accelerator, out, state) or progress.checkpoint
-                progress.phase = "step"
+                progress.save(save_checkpoint, accelerator, out, state)
             if cfg.optim.max_steps and state.step >= cfg.optim.max_steps:
                 state.done = True
                 break
@@ -441,9 +374,7 @@ def _run(cfg: TrainConfig, progress: Progress) -> dict:
                 state.done = True
         state.epoch += 1
         state.batches_in_epoch = 0
-        progress.phase = "checkpoint"
-        progress.checkpoint = save_checkpoint(accelerator, out, state) or progress.checkpoint
-        progress.phase = "step"
+        progress.save(save_checkpoint, accelerator, out, state)
     bar.close()
     progress.phase = "predictions"
 
