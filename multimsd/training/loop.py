@@ -274,7 +274,6 @@ def _run(cfg: TrainConfig, progress: Progress) -> dict:
         load_checkpoint(accelerator, ckpt, model)
         resumed_from = str(ckpt)
         accelerator.print(f"resumed from {ckpt} (epoch {state.epoch}, step {state.step})")
-        progress.checkpoint = ckpt
     elif accelerator.is_main_process:
         out.mkdir(parents=True, exist_ok=True)
         write_text_atomic(out / "train_config.json", json.dumps(fingerprint, indent=2) + "\n")
