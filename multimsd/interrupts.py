@@ -11,9 +11,9 @@ removes is only temporary. :func:`multimsd.cli.run_stage` and :func:`guard` turn
     interrupted at step 31/38: the last complete checkpoint is out/checkpoints/step_00000030; run the same command to resume
 
 The line is put together from :func:`note` blocks the exception passed through on its way out, innermost
-first: where the work was (``at step 31/38``; the pipeline adds ``in stage 3/5 (train llama)``), what is on
-disk (``the last complete checkpoint is …``, ``nothing written to …``) and what to do (the outermost block's
-advice: ``run the same command to resume``).
+first: where the work was (``at step 31/38``; the pipeline adds ``in stage 3/5 (train/finetuned_theta1)``),
+what is on disk (``the last complete checkpoint is …``, ``nothing written to …``) and what to do (the
+outermost block's advice: ``run the same command to resume``).
 
 * Only the first signal interrupts. Later ones (a second Ctrl-C, the SIGTERM a launcher forwards after the
   terminal's SIGINT) are ignored while the first one unwinds, so clean-up (removing a temporary directory)
