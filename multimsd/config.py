@@ -187,6 +187,9 @@ class BootstrapConfig:
     metrics: list[str] = field(default_factory=lambda: ["sari", "bleu", "fkgl"])
     # Pairs "a:b" to compare (difference a - b, per language); empty = every pair of systems.
     compare: list[str] = field(default_factory=list)
+    # Significance level of the paired comparisons: "separable" <=> p < alpha <=> the (1 - alpha) percentile
+    # interval of the difference excludes 0 (one rule, multimsd.metrics.bootstrap.paired_from_resamples).
+    alpha: float = 0.05
 
 
 @dataclass

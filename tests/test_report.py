@@ -318,3 +318,19 @@ def test_chart_is_robust():
 def test_missing_run_dir(tmp_path):
     with pytest.raises(MultimsdError, match="run directory not found"):
         build_report(tmp_path / "nope")
+
+
+def test_comparison_rule_and_alpha_stated(tmp_path):
+    """The report states the significance rule and α, and labels the interval with its level 1 − α."""
+    run = make_run(tmp_path, comparisons=[SEPARABLE, OVERLAPPING])
+    res = json.loads((run / "evaluation/results.json").read_text())
+    res["bootstrap"] |= {"alpha": 0.1, "comparison_rule": "RULE-TEXT p < α ⇔ interval excludes 0"}
+    (run / "evaluation/results.json").write_text(json.dumps(res))
+    build_report(run)
+    for name in ("report.html", "report.md"):
+        text = (run / name).read_text()
+        assert (
+            "one rule at α = 0.1: RULE-TEXT p &lt; α" in text
+            or "one rule at α = 0.1: RULE-TEXT p \\< α" in text
+        )
+        assert "a − b [90 % CI]" in text

@@ -160,14 +160,15 @@ def _comparisons(results: dict) -> list[str]:
     comps = results.get("comparisons") or []
     if not comps:
         return []
-    conf = f"{100 * b['confidence']:g} %"
+    alpha = float(b.get("alpha", 0.05))
+    level = f"{100 * (1 - alpha):g} %"
     out = [
         "",
         "## Paired bootstrap comparisons",
         "",
-        f"Difference a − b per language with its {conf} interval ({b['samples']} resamples of the sentences, "
-        f"seed {b['seed']}, percentile interval; both systems on the same resamples); p: two-sided bootstrap "
-        "p-value of the difference; separable: the interval excludes 0.",
+        f"Difference a − b per language with its {level} interval ({b['samples']} resamples of the sentences, "
+        f"seed {b['seed']}; both systems on the same resamples). One rule, α = {alpha:g}: "
+        f"{b.get('comparison_rule') or 'percentile bootstrap'}.",
         "",
         "| lang | a | b | metric | a | b | a − b | p | separable |",
         "|---|---|---|---|---:|---:|---:|---:|---|",

@@ -140,6 +140,8 @@ def comparison_blocks(run: Run) -> list:
                 note=True,
             )
         ]
+    boot = run.evaluation.get("bootstrap") or {}
+    alpha = float(boot.get("alpha") or 0.05)
     rows, unsure = [], []
     for c in comps:
         ci = c.get("ci")
@@ -163,8 +165,22 @@ def comparison_blocks(run: Run) -> list:
                 Cell(verdict, bold=bool(sep)),
             ]
         )
-    header = ["comparison (a vs b)", "lang", "metric", "a", "b", "a − b [95 % CI]", "p", "n", "separable"]
-    blocks: list = [Table(header, rows, caption="Paired bootstrap: difference between two systems")]
+    level = f"{100 * (1 - alpha):g} %"
+    header = ["comparison (a vs b)", "lang", "metric", "a", "b", f"a − b [{level} CI]", "p", "n", "separable"]
+    rule = boot.get("comparison_rule")
+    blocks: list = [
+        Paragraph(
+            f"Significance, one rule at α = {alpha:g}: "
+            + (
+                rule
+                if rule
+                else "separable when the interval of the difference excludes 0 (an older results.json: "
+                "its p-value may follow another rule)"
+            )
+            + ". The interval, the p-value and the verdict come from the same resampled differences."
+        ),
+        Table(header, rows, caption="Paired bootstrap: difference between two systems"),
+    ]
     if unsure:
         which = "; ".join(
             f"{run.label(c.get('a', '?'))} vs {run.label(c.get('b', '?'))} on {c.get('lang', '')} "
