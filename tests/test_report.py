@@ -334,3 +334,39 @@ def test_comparison_rule_and_alpha_stated(tmp_path):
             or "one rule at α = 0.1: RULE-TEXT p \\< α" in text
         )
         assert "a − b [90 % CI]" in text
+
+
+def test_degenerate_outputs_warned_and_never_bold(tmp_path):
+    """The issue's reproduction: a system whose outputs are all empty gets FKGL 0.00, the lowest; the report
+    says so in a warning and bolds neither that nor any other score of that system in that language."""
+    run = make_run(tmp_path, comparisons=[SEPARABLE])
+    res = json.loads((run / "evaluation/results.json").read_text())
+    ok = {"n": 3, "empty": 0.0, "cut": 0.0, "cut_known": 3, "identical": 0.0, "flagged": []}
+    for s in res["systems"]:
+        for g in ("de", "en"):
+            res["systems"][s][g]["outputs"] = dict(ok, n=res["per_language"][g]["n_sentences"])
+    res["systems"]["theta4"]["en"] |= {"fkgl": 0.0, "sari": 50.0}
+    res["systems"]["theta4"]["en"]["outputs"] = {
+        "n": 3, "empty": 1.0, "cut": None, "cut_known": 0, "identical": 0.0, "flagged": ["empty"]
+    }  # fmt: skip
+    res["systems"]["theta1"]["de"]["outputs"] |= {"cut": 0.5, "flagged": ["cut"]}
+    res["degenerate"] = {
+        "max_share": 0.1,
+        "flagged": {"theta4": {"en": ["empty"]}, "theta1": {"de": ["cut"]}},
+    }
+    (run / "evaluation/results.json").write_text(json.dumps(res))
+    build_report(run)
+    html, md = (run / "report.html").read_text(), (run / "report.md").read_text()
+    for text in (html, md):
+        assert "Warning: SmolLM2 θ=4 (en): 100 % empty (above 10 %, degenerate.max_share)" in text
+        assert "Warning: SmolLM2 θ=1 (de): 50 % cut at max_new_tokens" in text
+        assert "Degenerate outputs" in text and "unknown" in text  # theta4's cut share is not recorded
+    # en: theta4's FKGL 0.00 and SARI 50.00 are flagged; the best left are theta1's 8.50 and 33.33
+    assert "<b>0.00 ⚠</b>" not in html and "0.00 ⚠" in html and "**0.00" not in md
+    assert "<b>50.00" not in html and "**50.00" not in md
+    assert "<b>8.50</b>" in html and "**8.50**" in md and "**33.33**" in md
+    # de: theta1 is flagged (cut), theta4's de SARI is the best there
+    assert "**40.00**" in md and "**38.50" not in md
+    # the sweep table bolds no test score of a flagged system
+    sweep = md.split("Sweep over")[1]
+    assert "45.00" in sweep and "**45.00**" not in sweep  # theta4: mean of 40.00 and 50.00

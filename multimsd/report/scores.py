@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from multimsd.evaluation.degenerate import WHAT, flagged_columns, warning_lines
 from multimsd.report.blocks import Cell, Paragraph, Section, Table, bold_best, interval, num
 from multimsd.report.load import Run, read_predictions
 
@@ -89,11 +90,14 @@ def score_section(run: Run) -> Section:
     elif not any("ci" in r for s in systems for r in ev["systems"][s].values() if isinstance(r, dict)):
         text += " No confidence intervals in the evaluation results (bootstrap was not run)."
     sec.blocks.append(Paragraph(text))
+    for w in warning_lines(ev, run.label):
+        sec.blocks.append(Paragraph(w, note=True))
+    cols = [*langs, *(["avg"] if len(langs) > 1 else [])]
+    flagged = {s: flagged_columns(ev, s) for s in systems}
     for t in score_tables(ev):
         metric, title, low = t.key, t.title, t.low
         if not any(lookup(r, metric) is not None for res in ev["systems"].values() for r in res.values()):
             continue
-        cols = [*langs, *(["avg"] if len(langs) > 1 else [])]
         rows, values = [], []
         for s in systems:
             res = ev["systems"][s]
@@ -103,9 +107,11 @@ def score_section(run: Run) -> Section:
             cells = [Cell(run.label(s))]
             for g, v in zip(cols, vals, strict=True):
                 ci = interval(((res.get(g) or {}).get("ci") or {}).get(metric)) if g != "avg" else None
-                cells.append(Cell(num(v), num=True, ci=ci))
+                mark = " ⚠" if g in flagged[s] and v is not None else ""
+                cells.append(Cell(num(v) + mark, num=True, ci=ci))
             rows.append(cells)
-            values.append(vals)
+            # degenerate outputs (all empty: FKGL 0.00) do not compete for the best of a column
+            values.append([None if g in flagged[s] else v for g, v in zip(cols, vals, strict=True)])
         if low is not None:
             bold_best(rows, values, [low] * len(cols))
         # e.g. the readability of the inputs and of the references, for scale; they do not compete
@@ -120,8 +126,53 @@ def score_section(run: Run) -> Section:
             else f"{title} ({'lower' if low else 'higher'} is better; best per column in bold)"
         )
         sec.blocks.append(Table(["system", *cols], rows, caption=caption, inline=len(cols) <= 4))
+    sec.blocks.extend(outputs_blocks(run))
     sec.blocks.extend(comparison_blocks(run))
     return sec
+
+
+def _share(x: float | None) -> str:
+    return "unknown" if x is None else f"{100 * x:.0f} %"
+
+
+def outputs_blocks(run: Run) -> list:
+    """The shares of empty, cut and input-identical outputs per system and language (when recorded)."""
+    ev, langs = run.evaluation, languages_of(run)
+    rows = []
+    for s, per in ev["systems"].items():
+        for g in langs:
+            o = (per.get(g) or {}).get("outputs")
+            if not o:
+                continue
+            kinds = o.get("flagged") or []
+            rows.append(
+                [
+                    Cell(run.label(s)),
+                    Cell(g),
+                    Cell(num(o.get("n")), num=True),
+                    Cell(_share(o.get("empty")), num=True, bold="empty" in kinds),
+                    Cell(_share(o.get("cut")), num=True, bold="cut" in kinds),
+                    Cell("–" if o.get("identical_note") else _share(o.get("identical")), num=True,
+                         bold="identical" in kinds),
+                    Cell("⚠ " + ", ".join(WHAT.get(k, k) for k in kinds) if kinds else "–"),
+                ]
+            )  # fmt: skip
+    if not rows:
+        return []
+    limit = (ev.get("degenerate") or {}).get("max_share", 0.1)
+    return [
+        Paragraph(
+            f"Outputs: shares of empty outputs, of outputs cut at max_new_tokens (generation stopped at the token "
+            f"cap, not at an end token; unknown where the predictions do not record it) and of outputs "
+            f"identical to their input. Above {100 * limit:g} % (degenerate.max_share) a system is flagged ⚠ in "
+            "that language, and none of its scores there is marked best."
+        ),
+        Table(
+            ["system", "lang", "n", "empty", "cut", "identical to input", "flagged"],
+            rows,
+            caption="Degenerate outputs",
+        ),
+    ]
 
 
 def p_value(p: float | None) -> str:
