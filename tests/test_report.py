@@ -370,3 +370,44 @@ def test_degenerate_outputs_warned_and_never_bold(tmp_path):
     # the sweep table bolds no test score of a flagged system
     sweep = md.split("Sweep over")[1]
     assert "45.00" in sweep and "**45.00**" not in sweep  # theta4: mean of 40.00 and 50.00
+
+
+def many_examples(root: Path, n_en: int = 15, report_examples: int | None = 12) -> Path:
+    """The synthetic run with ``n_en`` English test rows (and its ``report_examples`` setting)."""
+    run = make_run(root)
+    refs = [json.loads(line) for line in (run / "systems/refs.jsonl").read_text().splitlines()]
+    refs = [r for r in refs if r["lang"] == "de"] + [
+        {"complex": f"Complex sentence number {i}.", "simple": f"Simple {i}.", "lang": "en"}
+        for i in range(n_en)
+    ]
+    (run / "systems/refs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in refs))
+    for name in ("theta1", "theta4"):
+        lines = [f"{name} output {i}" if i != 3 else "" for i in range(n_en)]
+        (run / f"systems/{name}/pred/en.txt").write_text("\n".join(lines) + "\n")
+    meta = json.loads((run / "run.json").read_text())
+    if report_examples is not None:
+        meta["config"]["report_examples"] = report_examples
+    (run / "run.json").write_text(json.dumps(meta))
+    return run
+
+
+def test_examples_more_rows_folded_per_language(tmp_path):
+    run = many_examples(tmp_path)
+    build_report(run)
+    html, md = (run / "report.html").read_text(), (run / "report.md").read_text()
+    # 12 of the 15 English rows, folded under a summary per language (closed: no `open` attribute)
+    assert '<details class="fold"><summary>Examples: en (12 of 15 test rows)</summary>' in html
+    assert '<details class="fold"><summary>Examples: de (2 of 2 test rows)</summary>' in html
+    assert '<details class="fold" open' not in html and "<script" not in html
+    block = html.split("<summary>Examples: en")[1].split("</details>")[0]
+    assert block.count("<tr>") == 1 + 12 and "theta4 output 11" in block and "theta4 output 12" not in block
+    assert "(empty)" in block  # an empty output is shown as such
+    examples_md = md.split("Examples (Table 6)")[1]
+    assert "theta1 output 11" in examples_md and "theta1 output 12" not in examples_md
+    # the default is 10 rows; 0 leaves the section out; a bad value is one line
+    build_report(many_examples(tmp_path / "default", report_examples=None))
+    assert "Examples: en (10 of 15 test rows)" in (tmp_path / "default/run/report.html").read_text()
+    summary = build_report(many_examples(tmp_path / "none", report_examples=0))
+    assert "examples" not in summary["sections"]
+    with pytest.raises(MultimsdError, match="report_examples=-1: expected a whole number >= 0"):
+        build_report(many_examples(tmp_path / "bad", report_examples=-1))

@@ -12,13 +12,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from multimsd.errors import MultimsdError
 from multimsd.evaluation.degenerate import WHAT, flagged_columns, warning_lines
 from multimsd.report.blocks import Cell, Paragraph, Section, Table, bold_best, interval, num
 from multimsd.report.load import Run, read_predictions
 
 # The rows under a metric's systems, for scale (a column's `scale` sides of its per-language `reference`)
 SIDE_NAMES = {"source": "source (input)", "reference": "reference"}
-EXAMPLES_PER_LANGUAGE = 3
+EXAMPLES_PER_LANGUAGE = 10
+"""Example rows per language when the run's config does not say (``report_examples``)."""
 
 
 @dataclass(frozen=True)
@@ -295,22 +297,37 @@ def examples_section(run: Run) -> Section | None:
                 outputs.setdefault(name, {})[g] = read_predictions(info.predictions, g, len(recs))
             elif info.kind == "copy":
                 outputs.setdefault(name, {})[g] = [str(r.get("complex", "")) for r in recs]
+    n = examples_per_language(run)
+    if n == 0:
+        return None
     sec = Section(
         "Examples (Table 6)",
         "examples",
         [
             Paragraph(
-                f"The first {EXAMPLES_PER_LANGUAGE} test rows of each language; several references are "
-                "separated by ‖."
+                f"The first {n} test rows of each language (report_examples), folded per language: click a "
+                "language to open its rows. Several references are separated by ‖; an empty output shows "
+                "as (empty)."
             )
         ],
     )
     for g in sorted(by_lang):
         header = ["#", "input", "reference", *(run.label(s) for s in outputs)]
         rows = []
-        for i, rec in enumerate(by_lang[g][:EXAMPLES_PER_LANGUAGE]):
+        for i, rec in enumerate(by_lang[g][:n]):
             row = [Cell(str(i + 1), num=True), Cell(str(rec.get("complex", ""))), Cell(_simple(rec))]
-            row += [Cell(outputs[s][g][i]) for s in outputs]
+            row += [Cell(outputs[s][g][i] if outputs[s][g][i].strip() else "(empty)") for s in outputs]
             rows.append(row)
-        sec.blocks.append(Table(header, rows, caption=f"Examples: {g}", wide=True))
+        summary = f"Examples: {g} ({len(rows)} of {len(by_lang[g])} test rows)"
+        sec.blocks.append(Table(header, rows, caption=f"Examples: {g}", wide=True, collapsed=summary))
     return sec
+
+
+def examples_per_language(run: Run) -> int:
+    """``report_examples`` of the run's config (10 when absent); a bad value is one error line."""
+    value = (run.meta.get("config") or {}).get("report_examples", EXAMPLES_PER_LANGUAGE)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise MultimsdError(
+            f"report_examples={value!r}: expected a whole number >= 0 (example rows per language)"
+        )
+    return value
