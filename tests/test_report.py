@@ -411,3 +411,32 @@ def test_examples_more_rows_folded_per_language(tmp_path):
     assert "examples" not in summary["sections"]
     with pytest.raises(MultimsdError, match="report_examples=-1: expected a whole number >= 0"):
         build_report(many_examples(tmp_path / "bad", report_examples=-1))
+
+
+def test_score_chart_draws_the_intervals(built):
+    """Table 5's chart: a bar per system and language, and an error bar from lo to hi of its interval."""
+    from multimsd.report.build import build_sections
+    from multimsd.report.charts import bar_chart
+    from multimsd.report.load import load_run
+
+    run, _, html, md = built
+    sections = build_sections(load_run(run))
+    charts = [
+        b for s in sections for b in s.blocks if getattr(b, "svg", None) and "SARI per language" in b.title
+    ]
+    assert len(charts) == 1 and charts[0].title == "SARI per language (95 % CI)"
+    svg = charts[0].svg
+    assert svg.count('class="err"') == 6  # 3 systems x 2 languages
+    for lo, hi in ((41.44, 47.44), (30.33, 36.33), (2.86, 8.86), (37.0, 43.0)):
+        assert f"[{lo:.2f}, {hi:.2f}]</title></line>" in svg
+    assert (
+        html.count('class="err"') == 6
+        and "SARI per language (95 % CI): copy baseline de 6.50 [3.50, 9.50], en 5.86 [2.86, 8.86]; SmolLM2 θ=1 de 38.50 [35.50, 41.50]"
+        in md
+    )
+    # the error bar spans exactly the interval on the chart's y axis (ticks 0 .. 50: 0 at y=224, 50 at y=30)
+    one = bar_chart(["en"], [Series("a", [(0.0, 20.0)], [(10.0, 30.0)])], "t", "SARI")
+    line = re.search(r'<line class="err" x1="[\d.]+" x2="[\d.]+" y1="([\d.]+)" y2="([\d.]+)"', one)
+    top, bottom = 30, 300 - 46 - 18
+    scale = lambda v: top + (bottom - top) - v / 30 * (bottom - top)  # noqa: E731  (ticks 0 .. 30)
+    assert (float(line.group(1)), float(line.group(2))) == pytest.approx((scale(10), scale(30)), abs=0.06)

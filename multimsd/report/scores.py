@@ -14,7 +14,8 @@ from typing import Any
 
 from multimsd.errors import MultimsdError
 from multimsd.evaluation.degenerate import WHAT, flagged_columns, warning_lines
-from multimsd.report.blocks import Cell, Paragraph, Section, Table, bold_best, interval, num
+from multimsd.report.blocks import Cell, Chart, Paragraph, Section, Table, bold_best, interval, num
+from multimsd.report.charts import Series, bar_chart
 from multimsd.report.load import Run, read_predictions
 
 # The rows under a metric's systems, for scale (a column's `scale` sides of its per-language `reference`)
@@ -94,6 +95,9 @@ def score_section(run: Run) -> Section:
     sec.blocks.append(Paragraph(text))
     for w in warning_lines(ev, run.label):
         sec.blocks.append(Paragraph(w, note=True))
+    chart = score_chart(run, langs)
+    if chart is not None:
+        sec.blocks.append(chart)
     cols = [*langs, *(["avg"] if len(langs) > 1 else [])]
     flagged = {s: flagged_columns(ev, s) for s in systems}
     for t in score_tables(ev):
@@ -175,6 +179,36 @@ def outputs_blocks(run: Run) -> list:
             caption="Degenerate outputs",
         ),
     ]
+
+
+def score_chart(run: Run, langs: list[str], metric: str = "sari") -> Chart | None:
+    """SARI per language, a bar per system, with its bootstrap interval as an error bar where there is one."""
+    ev = run.evaluation
+    series = []
+    for s, res in ev["systems"].items():
+        pts, errs = [], []
+        for i, g in enumerate(langs):
+            r = res.get(g) or {}
+            if r.get(metric) is None:
+                continue
+            pts.append((float(i), float(r[metric])))
+            ci = (r.get("ci") or {}).get(metric)
+            errs.append((float(ci[0]), float(ci[1])) if ci and None not in ci else None)
+        series.append(Series(run.label(s), pts, errs))
+    if not any(s.points for s in series):
+        return None
+    with_ci = any(e for s in series for e in s.errors or [])
+    conf = round(100 * float((ev.get("bootstrap") or {}).get("confidence", 0.95)))
+    title = f"{metric.upper()} per language" + (f" ({conf} % CI)" if with_ci else "")
+    width = max(520, 120 + 60 * len(langs) * max(1, len(series)) // 2)
+    alt = title + ": " + "; ".join(
+        f"{s.name} " + ", ".join(
+            f"{langs[int(x)]} {y:.2f}" + (f" [{e[0]:.2f}, {e[1]:.2f}]" if e else "")
+            for (x, y), e in zip(s.points, s.errors or [None] * len(s.points))
+        )
+        for s in series
+    )  # fmt: skip
+    return Chart(title, bar_chart(langs, series, title, metric.upper(), width=width), alt)
 
 
 def p_value(p: float | None) -> str:
