@@ -77,12 +77,12 @@ def expand_seeds(systems: dict[str, dict], seeds: list[int] | None) -> dict[str,
 
 
 def seed_groups(systems: dict[str, dict]) -> dict[str, dict[int, str]]:
-    """``{base name: {seed: system name}}`` of the seeded systems, in the run's order."""
+    """``{base name: {seed: system name}}`` of the seeded systems, in the run's order, seeds ascending."""
     groups: dict[str, dict[int, str]] = {}
     for name, sc in systems.items():
         if sc.get("seed_of"):
             groups.setdefault(sc["seed_of"], {})[sc["seed"]] = name
-    return groups
+    return {base: dict(sorted(members.items())) for base, members in groups.items()}
 
 
 def expand_compare(compare: list[str], systems: dict[str, dict]) -> list[str]:
