@@ -287,6 +287,7 @@ def test_seeded_results_give_per_seed_scores_mean_and_sd(seeded_run):
     assert sweep["selected"] == max(means, key=means.get)
     md = (d / "report.md").read_text()
     assert "## Across seeds" in md and "Selection of loss.theta on the mean over seeds" in md
+    assert "SARI and BLEU vs loss.theta, mean over seeds" in md
 
 
 def test_adding_a_seed_trains_only_the_new_seed(seeded_run):
@@ -297,6 +298,7 @@ def test_adding_a_seed_trains_only_the_new_seed(seeded_run):
     more = multimsd(seeded_run, "seeds=[1,2,3]")
     assert more.returncode == 0, more.stderr[-2000:]
     assert ran(more) == ["train/finetuned_theta1_seed3", "train/finetuned_theta4_seed3", "evaluate"]
+    assert "across seeds 1, 2, 3:" in more.stdout  # the summary printed at the end: mean ± sd [interval]
     results = json.loads((seeded_run / "results.json").read_text())
     assert results["seeds"]["seeds"] == [1, 2, 3]
     assert list(results["seeds"]["systems"]["finetuned_theta1"]["en"]["sari"]["per_seed"]) == ["1", "2", "3"]

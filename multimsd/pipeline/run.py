@@ -454,6 +454,10 @@ def summary_lines(results: dict) -> list[str]:
                 f"  {system:28s} {lang:>3s}  SARI {s.get('sari', float('nan')):6.2f}{ci_txt}  "
                 f"BLEU {s.get('bleu', float('nan')):6.2f}  n={s.get('n_sentences')}"
             )
+    if results.get("seeds"):
+        from multimsd.pipeline.seeds import summary_lines as seed_lines
+
+        lines += seed_lines(results["seeds"])
     report: Any = results.get("report") or {}
     lines.append(f"run directory: {results['dir']}")
     lines.append(f"results: {Path(results['dir']) / 'results.json'}")

@@ -220,11 +220,8 @@ def seed_summary(eval_stage, groups: dict[str, dict[int, str]], evaluation: dict
     langs = [g for g in evaluation.get("languages") or [] if g != "all"]
     scores = evaluation.get("systems", {})
     seeds = sorted({s for g in groups.values() for s in g})
-    computed = (
-        _statistics(eval_stage.config, groups, langs)
-        if evaluation.get("bootstrap", {}).get("samples")
-        else None
-    )
+    samples = (evaluation.get("bootstrap") or {}).get("samples")
+    computed = _statistics(eval_stage.config, groups, langs) if samples else None
     owners = interval_keys()
     summary: dict[str, Any] = {}
     for base, members in groups.items():
@@ -281,3 +278,23 @@ def seed_summary(eval_stage, groups: dict[str, dict[int, str]], evaluation: dict
         "sd": "sample standard deviation over seeds (n - 1)",
         "systems": summary,
     }
+
+
+def summary_lines(seeds: dict) -> list[str]:
+    """What ``multimsd run`` prints for a seeded run: per trained system and language, SARI / BLEU mean ± sd
+    over the seeds with the interval over seeds and sentences."""
+    lines = [f"  across seeds {', '.join(str(s) for s in seeds.get('seeds') or [])}:"]
+    for base, entry in (seeds.get("systems") or {}).items():
+        for lang, cell in entry.items():
+            if lang in ("label", "systems"):
+                continue
+            parts = []
+            for key, name in (("sari", "SARI"), ("bleu", "BLEU")):
+                e = cell.get(key)
+                if not e:
+                    continue
+                sd = f" ± {e['sd']:.2f}" if e.get("sd") is not None else ""
+                ci = f" [{e['ci'][0]:.1f}, {e['ci'][1]:.1f}]" if e.get("ci") else ""
+                parts.append(f"{name} {e['mean']:6.2f}{sd}{ci}")
+            lines.append(f"  {base:28s} {lang:>3s}  " + "  ".join(parts))
+    return lines

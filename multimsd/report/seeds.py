@@ -4,7 +4,8 @@ mean ± sd and the interval over seeds and sentences (run.json's ``seeds``, writ
 
 from __future__ import annotations
 
-from multimsd.report.blocks import Cell, Paragraph, Section, Table, interval, num
+from multimsd.report.blocks import Cell, Chart, Paragraph, Section, Table, interval, num
+from multimsd.report.charts import Series, line_chart
 from multimsd.report.load import Run
 
 NAMES = {"sari": "SARI", "bleu": "BLEU", "fkgl": "FKGL", "novelty": "novel %"}
@@ -95,7 +96,7 @@ def _selection(run: Run, sweep: dict, groups: dict) -> list:
                 Cell(_per_seed(per_seed), num=True),
             ]
         )
-    blocks: list = []
+    blocks: list = [*_sweep_chart(run, sweep, groups)]
     if selected:
         label = (groups.get(selected) or {}).get("label") or selected
         blocks.append(
@@ -107,3 +108,28 @@ def _selection(run: Run, sweep: dict, groups: dict) -> list:
     header = [param, "system", "val mean(SARI, BLEU) mean ± sd", f"seeds {listed}"]
     blocks.append(Table(header, rows, caption=f"Selection of {param} on the mean over seeds"))
     return blocks
+
+
+def _sweep_chart(run: Run, sweep: dict, groups: dict) -> list:
+    """Test SARI and BLEU (mean over seeds, with the interval over seeds and sentences) against the swept
+    value; for a run with one language (intervals are per language)."""
+    param = sweep.get("parameter", "θ")
+    langs = [g for g in next(iter(groups.values()), {}) if g not in ("label", "systems")]
+    if len(langs) != 1:
+        return []
+    pts = []
+    for base, members in sweep["seed_systems"].items():
+        info = run.systems.get(members[0]) if members else None
+        cell = (groups.get(base) or {}).get(langs[0]) or {}
+        if info is not None and info.theta is not None:
+            pts.append((float(info.theta), cell))
+    pts.sort(key=lambda p: p[0])
+    series = []
+    for metric, name in (("sari", "SARI"), ("bleu", "BLEU")):
+        kept = [(t, c[metric]) for t, c in pts if (c.get(metric) or {}).get("mean") is not None]
+        errors = [tuple(e["ci"]) if e.get("ci") else None for _, e in kept]
+        series.append(Series(name, [(t, e["mean"]) for t, e in kept], errors))
+    if not any(s.points for s in series):
+        return []
+    title = f"SARI and BLEU vs {param}, mean over seeds"
+    return [Chart(title, line_chart(series, title, param, f"test score ({langs[0]})"), title)]
