@@ -14,7 +14,8 @@ The run directory::
 
     <run>/align/                 align.py's DatasetDict (+ stats.json: the corpus statistics)
     <run>/align/gold/            align.py mode=gold: P/R/F1 and the θ curve (when ``gold=true``)
-    <run>/systems/<name>/        train.py's output.dir per trained / prompted system (predictions/test/…)
+    <run>/systems/<name>/        train.py's output.dir per trained / prompted system (predictions/test/…);
+                                 with seeds=[…], <name>_seed<s>/ per seed of a trained system
     <run>/evaluation/            evaluate.py's results.json, table.md, scores.png
     <run>/run.json               what ran, with which config, where its results are, how long each stage took
     <run>/results.json           per system and language: the report's scores (SARI / BLEU / FKGL, ...) with
@@ -42,7 +43,15 @@ from multimsd.pipeline.compose import compose, register_schemas  # noqa: F401  (
 from multimsd.pipeline.config import SYSTEM_KINDS, RunConfig
 from multimsd.pipeline.labels import system_label
 from multimsd.pipeline.records import StageRecords, fingerprint, read_json, write_json_atomic
-from multimsd.pipeline.seeds import check_seeds, expand_compare, expand_seeds, seed_groups
+from multimsd.pipeline.seeds import (
+    check_seeds,
+    expand_compare,
+    expand_seeds,
+    seed_groups,
+    seed_summary,
+    sweep_on_seed_mean,
+)
+from multimsd.pipeline.seeds import summary_lines as seed_summary_lines
 from multimsd.split import check_split_config
 
 logger = logging.getLogger("multimsd.pipeline")
@@ -315,8 +324,6 @@ def write_run_files(
     swept = [n for n, sc in systems.items() if sc["sweep"] is not None]
     groups = seed_groups(systems)
     if swept and groups:  # seeds: θ selected on the mean over seeds
-        from multimsd.pipeline.seeds import sweep_on_seed_mean
-
         run_info["sweep"] = sweep_on_seed_mean(run_dir, cfg.sweep.parameter, groups, swept)
     elif swept:
         run_info["sweep"] = {
@@ -326,8 +333,6 @@ def write_run_files(
         }
     evaluation = read_json(run_dir / "evaluation" / "results.json") or {}
     if groups:  # per seed, mean ± sd, the interval over seeds and sentences
-        from multimsd.pipeline.seeds import seed_summary
-
         labels = {
             sc["seed_of"]: sc["label"].removesuffix(f", seed {sc['seed']}")
             for sc in systems.values()
@@ -455,9 +460,7 @@ def summary_lines(results: dict) -> list[str]:
                 f"BLEU {s.get('bleu', float('nan')):6.2f}  n={s.get('n_sentences')}"
             )
     if results.get("seeds"):
-        from multimsd.pipeline.seeds import summary_lines as seed_lines
-
-        lines += seed_lines(results["seeds"])
+        lines += seed_summary_lines(results["seeds"])
     report: Any = results.get("report") or {}
     lines.append(f"run directory: {results['dir']}")
     lines.append(f"results: {Path(results['dir']) / 'results.json'}")
