@@ -45,6 +45,8 @@ Run keys (conf/pipeline/run.yaml):
   systems.NAME.enabled=false         leave a system of the defaults / a preset out
   systems.NAME.train.KEY=VALUE       a train.py override of that system only
   sweep.parameter=loss.theta sweep.values=[1,4]    one trained system per value
+  seeds=[1,2,3]                every trained system once per seed (systems/NAME_seedS/); per-seed scores,
+                               mean ± sd and an interval over seeds and sentences; θ chosen on the seed mean
   compare=[a:b,...]            paired bootstrap comparisons (default: every pair)
   gold=false                   skip the gold-alignment scores (Table 3)
   --config-dir DIR             your own presets, laid out like multimsd's conf/: DIR/pipeline/experiment/x.yaml

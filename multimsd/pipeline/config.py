@@ -76,6 +76,11 @@ class RunConfig:
     evaluate: list[str] = field(default_factory=list)  # evaluate.py overrides
     systems: dict[str, SystemConfig] = field(default_factory=dict)
     sweep: SweepConfig = field(default_factory=SweepConfig)
+    # Train every system of kind train (each sweep value too) once per seed, train.py's seed=<s>, each in its
+    # own systems/<name>_seed<s>/ (seeds=[1,2,3]); icl and copy systems run once. results.json and the report
+    # add per-seed scores, mean ± sd and an interval over seeds and sentences; a sweep selects on the mean over
+    # seeds. null = one run per system with train.py's own seed (as without this key).
+    seeds: list[int] | None = None
     # Paired bootstrap comparisons "a:b" (difference a − b, its CI and p-value); empty = every pair of systems.
     compare: list[str] = field(default_factory=list)
     report: bool = True  # report.html + report.md

@@ -14,7 +14,8 @@ The run directory::
 
     <run>/align/                 align.py's DatasetDict (+ stats.json: the corpus statistics)
     <run>/align/gold/            align.py mode=gold: P/R/F1 and the θ curve (when ``gold=true``)
-    <run>/systems/<name>/        train.py's output.dir per trained / prompted system (predictions/test/…)
+    <run>/systems/<name>/        train.py's output.dir per trained / prompted system (predictions/test/…);
+                                 with seeds=[…], <name>_seed<s>/ per seed of a trained system
     <run>/evaluation/            evaluate.py's results.json, table.md, scores.png
     <run>/run.json               what ran, with which config, where its results are, how long each stage took
     <run>/results.json           per system and language: the report's scores (SARI / BLEU / FKGL, ...) with
@@ -42,6 +43,15 @@ from multimsd.pipeline.compose import compose, register_schemas  # noqa: F401  (
 from multimsd.pipeline.config import SYSTEM_KINDS, RunConfig
 from multimsd.pipeline.labels import system_label
 from multimsd.pipeline.records import StageRecords, fingerprint, read_json, write_json_atomic
+from multimsd.pipeline.seeds import (
+    check_seeds,
+    expand_compare,
+    expand_seeds,
+    seed_groups,
+    seed_summary,
+    sweep_on_seed_mean,
+)
+from multimsd.pipeline.seeds import summary_lines as seed_summary_lines
 from multimsd.split import check_split_config
 
 logger = logging.getLogger("multimsd.pipeline")
@@ -95,7 +105,7 @@ def expand_systems(cfg: RunConfig | DictConfig) -> dict[str, dict]:
                 }
         else:
             out[name] = base
-    return out
+    return expand_seeds(out, check_seeds(cfg.get("seeds")))  # seeds=[…]: each train system once per seed
 
 
 def plan(cfg: RunConfig | DictConfig, run_dir: Path) -> list[Stage]:
@@ -172,11 +182,12 @@ def plan(cfg: RunConfig | DictConfig, run_dir: Path) -> list[Stage]:
             else str(run_dir / "systems" / name / "predictions" / "test")
         )
         eval_overrides.append(f"systems.{name}={pred}")
-    if cfg.compare:
-        unknown = [p for pair in cfg.compare for p in str(pair).split(":") if p not in systems]
+    compare = expand_compare(list(cfg.compare), systems)  # a seeded system's pair: one per seed
+    if compare:
+        unknown = [p for pair in compare for p in str(pair).split(":") if p not in systems]
         if unknown:
             raise MultimsdError(f"compare: no system named {unknown[0]!r} (systems: {', '.join(systems)})")
-        eval_overrides.append(f"bootstrap.compare=[{','.join(str(p) for p in cfg.compare)}]")
+        eval_overrides.append(f"bootstrap.compare=[{','.join(str(p) for p in compare)}]")
     eval_overrides += [*cfg.evaluate, f"output.dir={run_dir / 'evaluation'}"]
     eval_cfg = compose("evaluate", eval_overrides, search=_user_dirs(cfg))
     eval_fp = fingerprint(
@@ -308,16 +319,30 @@ def write_run_files(
             "predictions": None if sc["kind"] == "copy" else rel(out / "predictions" / "test"),
             "train_results": rel(out / "all_results.json") if sc["kind"] == "train" else None,
         }
+        if sc.get("seed") is not None:
+            run_info["systems"][name]["seed"] = sc["seed"]
     swept = [n for n, sc in systems.items() if sc["sweep"] is not None]
-    if swept:
+    groups = seed_groups(systems)
+    if swept and groups:  # seeds: θ selected on the mean over seeds
+        run_info["sweep"] = sweep_on_seed_mean(run_dir, cfg.sweep.parameter, groups, swept)
+    elif swept:
         run_info["sweep"] = {
             "parameter": cfg.sweep.parameter,
             "systems": swept,
             **select_swept(run_dir, swept),
         }
+    evaluation = read_json(run_dir / "evaluation" / "results.json") or {}
+    if groups:  # per seed, mean ± sd, the interval over seeds and sentences
+        labels = {
+            sc["seed_of"]: sc["label"].removesuffix(f", seed {sc['seed']}")
+            for sc in systems.values()
+            if sc.get("seed_of")
+        }
+        run_info["seeds"] = seed_summary(
+            next(s for s in stages if s.kind == "evaluate"), groups, evaluation, labels
+        )
     write_json_atomic(run_dir / RUN_MARKER, run_info)
 
-    evaluation = read_json(run_dir / "evaluation" / "results.json") or {}
     # the report's scores, their CIs, and the shares of degenerate outputs
     keep = {"n_sentences", *shown_keys(evaluation), "term_types", "ci", "outputs"}
     results = {
@@ -334,6 +359,8 @@ def write_run_files(
         "sweep": run_info["sweep"],
         "timings": run_info["timings"],
     }
+    if groups:
+        results["seeds"] = run_info["seeds"]
     write_json_atomic(run_dir / "results.json", results)
     return results
 
@@ -341,8 +368,9 @@ def write_run_files(
 def _recorded(cfg: DictConfig) -> dict:
     """The run's config as run.json records it: resolved, without the deprecated alias of output.dir (null)."""
     config = OmegaConf.to_container(cfg, resolve=True)
-    if config.get(alias_of("run")) is None:
-        config.pop(alias_of("run"), None)
+    for key in (alias_of("run"), "seeds"):  # unset: recorded as before these keys existed
+        if config.get(key) is None:
+            config.pop(key, None)
     return config
 
 
@@ -433,6 +461,8 @@ def summary_lines(results: dict) -> list[str]:
                 f"  {system:28s} {lang:>3s}  SARI {s.get('sari', float('nan')):6.2f}{ci_txt}  "
                 f"BLEU {s.get('bleu', float('nan')):6.2f}  n={s.get('n_sentences')}"
             )
+    if results.get("seeds"):
+        lines += seed_summary_lines(results["seeds"])
     report: Any = results.get("report") or {}
     lines.append(f"run directory: {results['dir']}")
     lines.append(f"results: {Path(results['dir']) / 'results.json'}")

@@ -23,6 +23,7 @@ from multimsd.report.sections import (
     sweep_section,
     training_section,
 )
+from multimsd.report.seeds import seeds_section
 
 HTML_NAME = "report.html"
 MD_NAME = "report.md"
@@ -35,6 +36,7 @@ def build_sections(run: Run) -> list[Section]:
         corpus_section(run),
         alignment_section(run),
         score_section(run),
+        seeds_section(run),
         terms_section(run),
         examples_section(run),
         training_section(run),
