@@ -187,6 +187,19 @@ class BootstrapConfig:
     metrics: list[str] = field(default_factory=lambda: ["sari", "bleu", "fkgl"])
     # Pairs "a:b" to compare (difference a - b, per language); empty = every pair of systems.
     compare: list[str] = field(default_factory=list)
+    # Significance level of the paired comparisons: "separable" <=> p < alpha <=> the (1 - alpha) percentile
+    # interval of the difference excludes 0 (one rule, multimsd.metrics.bootstrap.paired_from_resamples).
+    alpha: float = 0.05
+
+
+@dataclass
+class DegenerateConfig:
+    # Per system and language: the shares of empty outputs, of outputs cut at max_new_tokens (recorded by the
+    # training stage in generation.json; unknown for other predictions) and of outputs identical to the input
+    # (white space normalised; not counted for the copy baseline). A share above max_share flags the system
+    # in that language: a warning line, and no "best" bold for its scores there
+    # (multimsd.evaluation.degenerate).
+    max_share: float = 0.1
 
 
 @dataclass
@@ -203,6 +216,7 @@ class EvaluateConfig:
     # mean(<metric>,<metric>,...).
     select_by: str = "mean(sari,bleu)"
     bootstrap: BootstrapConfig = field(default_factory=BootstrapConfig)
+    degenerate: DegenerateConfig = field(default_factory=DegenerateConfig)
     output: EvalOutputConfig = field(default_factory=EvalOutputConfig)
     # Modules imported before the stage runs, so their register_* calls (aligners, model kinds, metrics) take
     # effect: plugins=[my_package.my_aligner] (see README, Extending multimsd).

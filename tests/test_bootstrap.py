@@ -11,12 +11,14 @@ from multimsd.errors import MultimsdError
 from multimsd.evaluation.stage import run
 from multimsd.metrics import corpus_bleu, corpus_fkgl, corpus_sari
 from multimsd.metrics.bootstrap import (
+    RULE,
     bleu_from_totals,
     bleu_statistics,
     bootstrap_ci,
     fkgl_from_totals,
     fkgl_statistics,
     paired_bootstrap,
+    paired_from_resamples,
     resample_counts,
     resample_indices,
     sari_from_totals,
@@ -181,14 +183,15 @@ def test_much_better_on_every_sentence_is_separable():
     copy = sari_statistics(EN_SRC, EN_SRC, [EN_REF])  # the source copied
     r = paired_bootstrap(good, copy, sari_from_totals, samples=1000, seed=3)
     assert r.diff > 50 and r.ci[0] > 0 and r.separable and r.p_value < 0.01
-    assert r.p_value == pytest.approx(1 / 1001)
+    assert r.p_value == 0.0  # no resample on the far side of 0
     rev = paired_bootstrap(copy, good, sari_from_totals, samples=1000, seed=3)
     assert rev.diff == pytest.approx(-r.diff) and rev.ci[1] < 0 and rev.p_value == r.p_value
     assert r.a_score == pytest.approx(corpus_sari(EN_SRC, EN_REF, [EN_REF]), abs=1e-9)
 
 
-def test_paired_p_value_definition():
-    """p = (1 + #{|d* - d| >= |d|}) / (B + 1), d* the resampled differences (written out here)."""
+def test_paired_p_value_and_interval_definition():
+    """p = min(1, 2 min(#{d* <= 0}, #{d* >= 0}) / B); interval [d*_(j), d*_(B+1-j)], j = ceil(alpha B / 2),
+    d* the resampled differences (written out here, one resample at a time)."""
     a = sari_statistics(EN_SRC, EN_SYS, [EN_REF])
     b = sari_statistics(EN_SRC, EN_SRC, [EN_REF])
     idx = resample_indices(len(a), 400, 11)
@@ -198,10 +201,63 @@ def test_paired_p_value_definition():
         src, out = [EN_SRC[i] for i in row], [EN_SYS[i] for i in row]
         ref = [[EN_REF[i] for i in row]]
         diffs.append(corpus_sari(src, out, ref) - corpus_sari(src, src, ref))
-    expected = (1 + sum(abs(x - d) >= abs(d) for x in diffs)) / (len(diffs) + 1)
+    low, high = sum(x <= 1e-9 for x in diffs), sum(x >= -1e-9 for x in diffs)
+    expected = min(1.0, 2 * min(low, high) / 400)
     r = paired_bootstrap(a, b, sari_from_totals, samples=400, seed=11)
     assert r.p_value == pytest.approx(expected) and r.diff == pytest.approx(d, abs=1e-9)
-    assert r.ci == pytest.approx((loop_percentile(diffs, 2.5), loop_percentile(diffs, 97.5)), abs=1e-9)
+    s = sorted(diffs)
+    assert r.ci == pytest.approx((s[10 - 1], s[400 - 10]), abs=1e-9)  # j = ceil(0.05 * 400 / 2) = 10
+    r90 = paired_bootstrap(a, b, sari_from_totals, samples=400, seed=11, alpha=0.1)
+    assert r90.ci == pytest.approx((s[20 - 1], s[400 - 20]), abs=1e-9) and r90.p_value == r.p_value
+
+
+def test_paired_rule_hand_computed():
+    """Ten resampled differences, counted by hand: 2 of 10 are <= 0, so p = 2 * 2 / 10 = 0.4."""
+    a = np.array([1.0, 2, 3, 4, 5, 6, 7, 8, -1, 0])
+    b = np.zeros(10)
+    r = paired_from_resamples(1.0, 0.0, a, b, alpha=0.5, n_sentences=3)
+    # j = ceil(0.5 * 10 / 2) = 3: the 3rd and the 8th of -1 0 1 2 3 4 5 6 7 8
+    assert r.p_value == pytest.approx(0.4) and r.ci == (1.0, 6.0) and r.separable
+    r = paired_from_resamples(1.0, 0.0, a, b, alpha=0.4, n_sentences=3)  # p = 0.4 is not < 0.4
+    assert r.ci == (0.0, 7.0) and not r.separable  # j = 2: the interval reaches 0
+
+
+@pytest.mark.parametrize("alpha", [0.05, 0.1, 0.01, 0.5, 0.3333])
+def test_interval_and_p_value_never_disagree(alpha):
+    """separable (p < alpha) <=> the interval excludes 0, on many random inputs: few and many resamples,
+    discrete differences with many ties at 0, shifted ones, and identical systems (never separable)."""
+    rng = np.random.default_rng(0)
+    checked = {"sep": 0, "not": 0}
+    for trial in range(3000):
+        b = int(rng.choice([1, 2, 3, 7, 10, 19, 20, 40, 99, 100, 1000]))
+        kind = trial % 4
+        if kind == 0:  # integers: many ties at exactly 0
+            d = rng.integers(-3, 4, size=b).astype(float) + rng.integers(-2, 3)
+        elif kind == 1:  # continuous, a shift of either sign
+            d = rng.normal(rng.normal(0, 2), 1, size=b)
+        elif kind == 2:  # mostly zero
+            d = np.where(rng.random(b) < 0.9, 0.0, rng.normal(0, 1, size=b))
+        else:  # identical systems
+            d = np.zeros(b)
+        a_res = rng.normal(30, 5, size=b)
+        r = paired_from_resamples(1.0, 1.0, a_res + d, a_res, alpha=alpha, n_sentences=5)
+        excludes = r.ci[0] > 0 or r.ci[1] < 0
+        assert r.separable == excludes == (r.p_value < alpha), (trial, b, r)
+        assert r.ci[0] <= r.ci[1] and 0.0 <= r.p_value <= 1.0
+        if kind == 3:
+            assert r.p_value == 1.0 and r.ci == (0.0, 0.0) and not r.separable
+        checked["sep" if r.separable else "not"] += 1
+    assert checked["sep"] > 300 and checked["not"] > 300  # both verdicts were exercised
+
+
+def test_paired_from_real_statistics_agrees_with_its_verdict():
+    rng = np.random.default_rng(4)
+    good = sari_statistics(EN_SRC, EN_SYS, [EN_REF])
+    copy = sari_statistics(EN_SRC, EN_SRC, [EN_REF])
+    for seed in range(40):
+        samples = int(rng.integers(5, 300))
+        r = paired_bootstrap(good, copy, sari_from_totals, samples=samples, seed=seed)
+        assert r.separable == (r.ci[0] > 0 or r.ci[1] < 0) == (r.p_value < 0.05)
 
 
 # ------------------------------------------------------------------------------------------- the stage
@@ -243,6 +299,8 @@ def test_stage_writes_intervals_and_comparisons(tmp_path):
         "seed": 5,
         "method": "percentile, sentences resampled",
         "metrics": ["sari", "bleu", "fkgl"],
+        "alpha": 0.05,
+        "comparison_rule": RULE,
     }
     for name in ("identity", "good", "mid"):
         for lang in ("en", "ja"):
@@ -260,8 +318,8 @@ def test_stage_writes_intervals_and_comparisons(tmp_path):
     for c in comps:
         assert c["a_score"] == pytest.approx(saved["systems"][c["a"]][c["lang"]][c["metric"]], abs=1e-9)
         assert c["diff"] == pytest.approx(c["a_score"] - c["b_score"])
-        assert c["separable"] == (c["ci"][0] > 0 or c["ci"][1] < 0)
-        assert c["n_sentences"] == {"en": 8, "ja": 3}[c["lang"]] and 0 < c["p_value"] <= 1
+        assert c["separable"] == (c["ci"][0] > 0 or c["ci"][1] < 0) == (c["p_value"] < c["alpha"])
+        assert c["n_sentences"] == {"en": 8, "ja": 3}[c["lang"]] and 0 <= c["p_value"] <= 1
     ig = next(
         c for c in comps if (c["a"], c["b"], c["lang"], c["metric"]) == ("identity", "good", "en", "sari")
     )

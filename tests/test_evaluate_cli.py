@@ -175,6 +175,7 @@ def test_cli_confidence_intervals(cli_run):
         "diff",
         "ci",
         "p_value",
+        "alpha",
         "n_sentences",
         "separable",
     }
@@ -193,6 +194,24 @@ def test_cli_bad_bootstrap_option_is_one_line_and_writes_nothing(files, repo_roo
     assert proc.returncode == 2
     errors = [line for line in proc.stderr.splitlines() if line.strip()]
     assert len(errors) == 1 and "bootstrap.compare: 'identity:nope' names unknown system(s) nope" in errors[0]
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("degenerate.max_shar=0.2", "degenerate.max_shar"),
+        ("+degenerate.max_shar=0.2", "degenerate.max_shar"),
+        ("degenerate.max_share=2", "degenerate.max_share=2.0: must lie between 0 and 1"),
+        ("bootstrap.alpha=1", "bootstrap.alpha=1.0: must lie strictly between 0 and 1"),
+    ],
+)
+def test_cli_bad_degenerate_or_alpha_option_is_one_line(files, repo_root, override, message):
+    out = files["dir"] / "out_deg"
+    proc = cli(repo_root, f"refs.path={files['refs']}", override, f"output.dir={out}")
+    assert proc.returncode == 2, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(errors) == 1 and message in errors[0], errors
     assert not out.exists()
 
 

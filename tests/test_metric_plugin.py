@@ -275,8 +275,12 @@ def test_plugin_metric_gets_intervals_and_comparisons_in_the_stage(toy_plugin, f
         d = saved["systems"]["identity"][lang]["toylen"] - saved["systems"]["model"][lang]["toylen"]
         diffs = resampled["identity", lang] - resampled["model", lang]
         assert comp["diff"] == pytest.approx(d, abs=1e-9)
-        assert comp["ci"] == pytest.approx(list(np.percentile(diffs, [2.5, 97.5])), abs=1e-9)
-        assert comp["p_value"] == pytest.approx((1 + np.sum(np.abs(diffs - d) >= abs(d))) / (SAMPLES + 1))
+        # the one rule (multimsd.metrics.bootstrap.paired_from_resamples): the j-th smallest and largest d*,
+        # j = ceil(0.05 * B / 2), and p = min(1, 2 min(#{d* <= 0}, #{d* >= 0}) / B)
+        s, j = np.sort(diffs), int(np.ceil(0.05 * SAMPLES / 2))
+        assert comp["ci"] == pytest.approx([s[j - 1], s[SAMPLES - j]], abs=1e-9)
+        tail = min(np.sum(diffs <= 0), np.sum(diffs >= 0))
+        assert comp["p_value"] == pytest.approx(min(1.0, 2 * tail / SAMPLES))
     assert {c["metric"] for c in saved["comparisons"]} == {"sari", "toylen"}
     # select_by and the table: the interval next to the toy's number, none next to the other's
     assert saved["ranking"]["metrics"] == ["sari", "toylen"] and r["ranking"] == saved["ranking"]

@@ -318,3 +318,125 @@ def test_chart_is_robust():
 def test_missing_run_dir(tmp_path):
     with pytest.raises(MultimsdError, match="run directory not found"):
         build_report(tmp_path / "nope")
+
+
+def test_comparison_rule_and_alpha_stated(tmp_path):
+    """The report states the significance rule and α, and labels the interval with its level 1 − α."""
+    run = make_run(tmp_path, comparisons=[SEPARABLE, OVERLAPPING])
+    res = json.loads((run / "evaluation/results.json").read_text())
+    res["bootstrap"] |= {"alpha": 0.1, "comparison_rule": "RULE-TEXT p < α ⇔ interval excludes 0"}
+    (run / "evaluation/results.json").write_text(json.dumps(res))
+    build_report(run)
+    for name in ("report.html", "report.md"):
+        text = (run / name).read_text()
+        assert (
+            "one rule at α = 0.1: RULE-TEXT p &lt; α" in text
+            or "one rule at α = 0.1: RULE-TEXT p \\< α" in text
+        )
+        assert "a − b [90 % CI]" in text
+
+
+def test_degenerate_outputs_warned_and_never_bold(tmp_path):
+    """The issue's reproduction: a system whose outputs are all empty gets FKGL 0.00, the lowest; the report
+    says so in a warning and bolds neither that nor any other score of that system in that language."""
+    run = make_run(tmp_path, comparisons=[SEPARABLE])
+    res = json.loads((run / "evaluation/results.json").read_text())
+    ok = {"n": 3, "empty": 0.0, "cut": 0.0, "cut_known": 3, "identical": 0.0, "flagged": []}
+    for s in res["systems"]:
+        for g in ("de", "en"):
+            res["systems"][s][g]["outputs"] = dict(ok, n=res["per_language"][g]["n_sentences"])
+    res["systems"]["theta4"]["en"] |= {"fkgl": 0.0, "sari": 50.0}
+    res["systems"]["theta4"]["en"]["outputs"] = {
+        "n": 3, "empty": 1.0, "cut": None, "cut_known": 0, "identical": 0.0, "flagged": ["empty"]
+    }  # fmt: skip
+    res["systems"]["theta1"]["de"]["outputs"] |= {"cut": 0.5, "flagged": ["cut"]}
+    res["degenerate"] = {
+        "max_share": 0.1,
+        "flagged": {"theta4": {"en": ["empty"]}, "theta1": {"de": ["cut"]}},
+    }
+    (run / "evaluation/results.json").write_text(json.dumps(res))
+    build_report(run)
+    html, md = (run / "report.html").read_text(), (run / "report.md").read_text()
+    for text in (html, md):
+        assert "Warning: SmolLM2 θ=4 (en): 100 % empty (above 10 %, degenerate.max_share)" in text
+        assert "Warning: SmolLM2 θ=1 (de): 50 % cut at max_new_tokens" in text
+        assert "Degenerate outputs" in text and "unknown" in text  # theta4's cut share is not recorded
+    # en: theta4's FKGL 0.00 and SARI 50.00 are flagged; the best left are theta1's 8.50 and 33.33
+    assert "<b>0.00 ⚠</b>" not in html and "0.00 ⚠" in html and "**0.00" not in md
+    assert "<b>50.00" not in html and "**50.00" not in md
+    assert "<b>8.50</b>" in html and "**8.50**" in md and "**33.33**" in md
+    # de: theta1 is flagged (cut), theta4's de SARI is the best there
+    assert "**40.00**" in md and "**38.50" not in md
+    # the sweep table bolds no test score of a flagged system
+    sweep = md.split("Sweep over")[1]
+    assert "45.00" in sweep and "**45.00**" not in sweep  # theta4: mean of 40.00 and 50.00
+
+
+def many_examples(root: Path, n_en: int = 15, report_examples: int | None = 12) -> Path:
+    """The synthetic run with ``n_en`` English test rows (and its ``report_examples`` setting)."""
+    run = make_run(root)
+    refs = [json.loads(line) for line in (run / "systems/refs.jsonl").read_text().splitlines()]
+    refs = [r for r in refs if r["lang"] == "de"] + [
+        {"complex": f"Complex sentence number {i}.", "simple": f"Simple {i}.", "lang": "en"}
+        for i in range(n_en)
+    ]
+    (run / "systems/refs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in refs))
+    for name in ("theta1", "theta4"):
+        lines = [f"{name} output {i}" if i != 3 else "" for i in range(n_en)]
+        (run / f"systems/{name}/pred/en.txt").write_text("\n".join(lines) + "\n")
+    meta = json.loads((run / "run.json").read_text())
+    if report_examples is not None:
+        meta["config"]["report_examples"] = report_examples
+    (run / "run.json").write_text(json.dumps(meta))
+    return run
+
+
+def test_examples_more_rows_folded_per_language(tmp_path):
+    run = many_examples(tmp_path)
+    build_report(run)
+    html, md = (run / "report.html").read_text(), (run / "report.md").read_text()
+    # 12 of the 15 English rows, folded under a summary per language (closed: no `open` attribute)
+    assert '<details class="fold"><summary>Examples: en (12 of 15 test rows)</summary>' in html
+    assert '<details class="fold"><summary>Examples: de (2 of 2 test rows)</summary>' in html
+    assert '<details class="fold" open' not in html and "<script" not in html
+    block = html.split("<summary>Examples: en")[1].split("</details>")[0]
+    assert block.count("<tr>") == 1 + 12 and "theta4 output 11" in block and "theta4 output 12" not in block
+    assert "(empty)" in block  # an empty output is shown as such
+    examples_md = md.split("Examples (Table 6)")[1]
+    assert "theta1 output 11" in examples_md and "theta1 output 12" not in examples_md
+    # the default is 10 rows; 0 leaves the section out; a bad value is one line
+    build_report(many_examples(tmp_path / "default", report_examples=None))
+    assert "Examples: en (10 of 15 test rows)" in (tmp_path / "default/run/report.html").read_text()
+    summary = build_report(many_examples(tmp_path / "none", report_examples=0))
+    assert "examples" not in summary["sections"]
+    with pytest.raises(MultimsdError, match="report_examples=-1: expected a whole number >= 0"):
+        build_report(many_examples(tmp_path / "bad", report_examples=-1))
+
+
+def test_score_chart_draws_the_intervals(built):
+    """Table 5's chart: a bar per system and language, and an error bar from lo to hi of its interval."""
+    from multimsd.report.build import build_sections
+    from multimsd.report.charts import bar_chart
+    from multimsd.report.load import load_run
+
+    run, _, html, md = built
+    sections = build_sections(load_run(run))
+    charts = [
+        b for s in sections for b in s.blocks if getattr(b, "svg", None) and "SARI per language" in b.title
+    ]
+    assert len(charts) == 1 and charts[0].title == "SARI per language (95 % CI)"
+    svg = charts[0].svg
+    assert svg.count('class="err"') == 6  # 3 systems x 2 languages
+    for lo, hi in ((41.44, 47.44), (30.33, 36.33), (2.86, 8.86), (37.0, 43.0)):
+        assert f"[{lo:.2f}, {hi:.2f}]</title></line>" in svg
+    assert (
+        html.count('class="err"') == 6
+        and "SARI per language (95 % CI): copy baseline de 6.50 [3.50, 9.50], en 5.86 [2.86, 8.86]; SmolLM2 θ=1 de 38.50 [35.50, 41.50]"
+        in md
+    )
+    # the error bar spans exactly the interval on the chart's y axis (ticks 0 .. 50: 0 at y=224, 50 at y=30)
+    one = bar_chart(["en"], [Series("a", [(0.0, 20.0)], [(10.0, 30.0)])], "t", "SARI")
+    line = re.search(r'<line class="err" x1="[\d.]+" x2="[\d.]+" y1="([\d.]+)" y2="([\d.]+)"', one)
+    top, bottom = 30, 300 - 46 - 18
+    scale = lambda v: top + (bottom - top) - v / 30 * (bottom - top)  # noqa: E731  (ticks 0 .. 30)
+    assert (float(line.group(1)), float(line.group(2))) == pytest.approx((scale(10), scale(30)), abs=0.06)

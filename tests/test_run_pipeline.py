@@ -94,6 +94,16 @@ def test_run_writes_every_stage_and_results(reference_run):
     evaluation = json.loads((d / "evaluation" / "results.json").read_text())
     # results.json carries the evaluation's numbers unchanged
     assert results["systems"]["copy"]["en"]["sari"] == evaluation["systems"]["copy"]["en"]["sari"]
+    # ... and the shares of degenerate outputs: every generated output says whether it was cut at the cap
+    assert results["degenerate"] == evaluation["degenerate"]
+    for s in systems:
+        gen = json.loads((d / "systems" / s / "predictions" / "test" / "generation.json").read_text())
+        lines = (d / "systems" / s / "predictions" / "test" / "en.txt").read_text().splitlines()
+        assert len(gen["cut"]["en"]) == len(lines) and all(isinstance(c, bool) for c in gen["cut"]["en"])
+        out = results["systems"][s]["en"]["outputs"]
+        assert out["cut_known"] == len(lines) and out["cut"] == sum(gen["cut"]["en"]) / len(lines)
+        assert out["empty"] == sum(not x.strip() for x in lines) / len(lines)
+    assert results["systems"]["copy"]["en"]["outputs"]["cut"] == 0.0
     run = json.loads((d / "run.json").read_text())
     assert run["systems"]["finetuned_theta4"]["theta"] == 4.0
     sweep = run["sweep"]

@@ -2,7 +2,8 @@
 
 Per language, one index matrix ``[samples, n]`` is drawn from ``bootstrap.seed`` and shared by every system
 and metric, so each system's interval and each paired comparison of that language come from the same
-resamples (:mod:`multimsd.metrics.bootstrap` has the method and the p-value). Intervals exist for the
+resamples (:mod:`multimsd.metrics.bootstrap` has the method). A paired comparison's interval (level
+``1 - bootstrap.alpha``), p-value and verdict follow one rule, :data:`multimsd.metrics.bootstrap.RULE`. Intervals exist for the
 result keys of ``bootstrap.metrics`` whose metric ``metrics.include`` computes and registered per-sentence
 statistics for (:class:`~multimsd.metrics.Metric` ``statistics`` / ``from_totals``; built in: SARI and its
 parts, BLEU, FKGL, novelty; FKGL only where it is defined, i.e. not for ja / zh), per language only: the
@@ -49,6 +50,8 @@ def check_bootstrap(cfg: EvaluateConfig) -> None:
         raise MultimsdError(
             f"bootstrap.confidence={b.confidence}: must lie strictly between 0 and 1 (e.g. 0.95)"
         )
+    if not 0.0 < b.alpha < 1.0:
+        raise MultimsdError(f"bootstrap.alpha={b.alpha}: must lie strictly between 0 and 1 (e.g. 0.05)")
     supported = interval_keys()
     bad = [m for m in b.metrics if m not in supported]
     if bad:
@@ -94,7 +97,7 @@ def bootstrap_metrics(cfg: EvaluateConfig) -> list[str]:
 
 def bootstrap_settings(cfg: EvaluateConfig) -> dict[str, Any]:
     """The top-level ``bootstrap`` entry of results.json."""
-    from multimsd.metrics.bootstrap import METHOD
+    from multimsd.metrics.bootstrap import METHOD, RULE
 
     b = cfg.bootstrap
     return {
@@ -103,6 +106,8 @@ def bootstrap_settings(cfg: EvaluateConfig) -> dict[str, Any]:
         "seed": b.seed,
         "method": METHOD if b.samples else "off",
         "metrics": bootstrap_metrics(cfg),
+        "alpha": b.alpha,
+        "comparison_rule": RULE,
     }
 
 
@@ -172,7 +177,7 @@ def language_intervals(
             if a not in scored[m] or c not in scored[m]:
                 continue
             (a_score, a_res), (c_score, c_res) = scored[m][a], scored[m][c]
-            r = paired_from_resamples(a_score, c_score, a_res, c_res, confidence=b.confidence, n_sentences=n)
+            r = paired_from_resamples(a_score, c_score, a_res, c_res, alpha=b.alpha, n_sentences=n)
             comparisons.append(
                 {
                     "a": a,
@@ -184,6 +189,7 @@ def language_intervals(
                     "diff": r.diff,
                     "ci": list(r.ci),
                     "p_value": r.p_value,
+                    "alpha": r.alpha,
                     "n_sentences": r.n_sentences,
                     "separable": r.separable,
                 }

@@ -5,7 +5,9 @@ Columns come from the metric registry (:mod:`multimsd.metrics.registry`): the me
 ``metrics.include`` in registry order ("score" metrics, then the medical-term counts, then "features").
 Where the stage computed bootstrap intervals, a per-language SARI / BLEU / FKGL cell reads
 ``41.87 [35.1, 48.6]`` (interval to one decimal), and a table of the paired comparisons follows, with a note
-for every language and pair that its sentences cannot separate on some metric.
+for every language and pair that its sentences cannot separate on some metric. A system whose outputs are
+flagged degenerate in a column (:mod:`multimsd.evaluation.degenerate`) gets a warning line, a ⚠ after its
+scores there, and never the bold of the best; ``scores.png`` draws the bootstrap intervals as error bars.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from multimsd.config import EvaluateConfig
+from multimsd.evaluation.degenerate import WHAT, flagged_columns, warning_lines
 from multimsd.fsutil import atomic_directory
 from multimsd.metrics import METRICS, Column
 
@@ -58,9 +61,11 @@ def _metric_table(metric: str, title: str, results: dict, lower_better: bool | N
             return sum(r[g][metric] for g in langs) / len(langs)
         return r.get(col, {}).get(metric)
 
+    flagged = {s: flagged_columns(results, s) for s in systems}
     best = {}
     for col in cols:
-        vals = [v for s in systems if (v := value(s, col)) is not None]
+        # degenerate outputs (all empty, say) may score "best" (FKGL 0.00): they do not compete
+        vals = [v for s in systems if col not in flagged[s] and (v := value(s, col)) is not None]
         if vals:
             best[col] = min(vals) if lower_better else max(vals)
     lines = [f"## {title}", "", "| system | " + " | ".join(cols) + " |", "|---|" + "---:|" * len(cols)]
@@ -70,7 +75,9 @@ def _metric_table(metric: str, title: str, results: dict, lower_better: bool | N
             v = value(s, col)
             cell = _fmt(v)
             bold = lower_better is not None and len(systems) > 1 and v == best.get(col)
+            bold = bold and col not in flagged[s]
             cell = f"**{cell}**" if v is not None and bold else cell
+            cell = f"{cell} ⚠" if v is not None and col in flagged[s] else cell
             cells.append(_with_ci(cell, results["systems"][s].get(col), metric) if col in langs else cell)
         lines.append(f"| {s} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -101,6 +108,9 @@ def markdown_report(results: dict) -> str:
             f"{', '.join(m.upper() for m in b['metrics'])} per language ({b['samples']} resamples of the "
             f"sentences, seed {b['seed']}, percentile method).",
         ]
+    warnings = warning_lines(results)
+    if warnings:
+        out += ["", *(f"> **{w}**" for w in warnings)]
     metrics = [m for name, m in METRICS.items() if name in include]
     for m in metrics:
         if m.summary_table:
@@ -150,8 +160,44 @@ def markdown_report(results: dict) -> str:
             "Not pooled over languages: "
             + "; ".join(f"{', '.join(ms)}: {why}" for why, ms in reasons.items()),
         ]
+    out += _outputs_table(results)
     out += _comparisons(results)
     return "\n".join(out) + "\n"
+
+
+def _share(x: float | None) -> str:
+    return "unknown" if x is None else f"{100 * x:.0f} %"
+
+
+def _outputs_table(results: dict) -> list[str]:
+    """Per system and language: the shares of empty, cut and input-identical outputs."""
+    langs = results["languages"]
+    deg = results.get("degenerate") or {}
+    rows = []
+    for s, per in results["systems"].items():
+        for g in langs:
+            o = (per.get(g) or {}).get("outputs")
+            if not o:
+                continue
+            flag = ", ".join(WHAT[k] for k in o.get("flagged") or []) or "–"
+            identical = "–" if o.get("identical_note") else _share(o["identical"])
+            rows.append(
+                f"| {s} | {g} | {o['n']} | {_share(o['empty'])} | {_share(o['cut'])} | {identical} | {flag} |"
+            )
+    if not rows:
+        return []
+    return [
+        "",
+        "## Outputs",
+        "",
+        f"Shares of empty outputs, of outputs cut at max_new_tokens (unknown where the predictions do not "
+        f"record it) and of outputs identical to the input; above {100 * deg.get('max_share', 0.1):g} % "
+        "(degenerate.max_share) a system is flagged ⚠ in that language.",
+        "",
+        "| system | lang | n | empty | cut | identical to input | flagged |",
+        "|---|---|---:|---:|---:|---:|---|",
+        *rows,
+    ]
 
 
 def _comparisons(results: dict) -> list[str]:
@@ -160,14 +206,15 @@ def _comparisons(results: dict) -> list[str]:
     comps = results.get("comparisons") or []
     if not comps:
         return []
-    conf = f"{100 * b['confidence']:g} %"
+    alpha = float(b.get("alpha", 0.05))
+    level = f"{100 * (1 - alpha):g} %"
     out = [
         "",
         "## Paired bootstrap comparisons",
         "",
-        f"Difference a − b per language with its {conf} interval ({b['samples']} resamples of the sentences, "
-        f"seed {b['seed']}, percentile interval; both systems on the same resamples); p: two-sided bootstrap "
-        "p-value of the difference; separable: the interval excludes 0.",
+        f"Difference a − b per language with its {level} interval ({b['samples']} resamples of the sentences, "
+        f"seed {b['seed']}; both systems on the same resamples). One rule, α = {alpha:g}: "
+        f"{b.get('comparison_rule') or 'percentile bootstrap'}.",
         "",
         "| lang | a | b | metric | a | b | a − b | p | separable |",
         "|---|---|---|---|---:|---:|---:|---:|---|",
@@ -191,8 +238,9 @@ def _comparisons(results: dict) -> list[str]:
     return out
 
 
-def plot_scores(results: dict, path: Path) -> None:
-    """Grouped bar chart: SARI (or the first ranked metric) per language, one bar per system."""
+def plot_scores(results: dict, path: Path) -> Any:
+    """Grouped bar chart: SARI (or the first ranked metric) per language, one bar per system, with the
+    bootstrap interval of each per-language score as an error bar; returns the matplotlib figure."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -206,6 +254,7 @@ def plot_scores(results: dict, path: Path) -> None:
     fig = Figure(figsize=(max(5.0, 1.0 + 0.9 * len(cols) * max(1, len(systems) / 2)), 3.6))
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
+    with_ci = False
     for k, s in enumerate(systems):
         r = results["systems"][s]
         vals = [
@@ -214,13 +263,34 @@ def plot_scores(results: dict, path: Path) -> None:
         xs = [j - 0.4 + width * (k + 0.5) for j in range(len(cols))]
         bars = ax.bar(xs, vals, width, label=s)
         ax.bar_label(bars, fmt="%.1f", fontsize=7, padding=1)
+        # the bootstrap interval of each per-language score (none for the average over languages)
+        cis = [((r.get(col) or {}).get("ci") or {}).get(metric) if col != "avg" else None for col in cols]
+        shown = [(x, v, ci) for x, v, ci in zip(xs, vals, cis) if ci and v is not None]
+        if shown:
+            with_ci = True
+            ax.errorbar(
+                [x for x, _, _ in shown],
+                [v for _, v, _ in shown],
+                yerr=[[v - ci[0] for _, v, ci in shown], [ci[1] - v for _, v, ci in shown]],
+                fmt="none",
+                ecolor="black",
+                elinewidth=1,
+                capsize=2,
+                label="_ci",
+            )
     ax.set_xticks(range(len(cols)), cols)
     ax.set_ylabel(metric.upper())
-    ax.set_title(f"{metric.upper()} per language ({results['references']['n_sentences']} sentences)")
+    conf = (results.get("bootstrap") or {}).get("confidence", 0.95)
+    ci_note = f"; bars: {100 * conf:g} % bootstrap CI" if with_ci else ""
+    ax.set_title(
+        f"{metric.upper()} per language ({results['references']['n_sentences']} sentences{ci_note})",
+        fontsize=10,
+    )
     ax.legend(fontsize=8, ncols=min(len(systems), 4), loc="upper center", bbox_to_anchor=(0.5, -0.12))
     ax.margins(y=0.15)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
+    return fig
 
 
 def write_outputs(out_dir: Path, results: dict, markdown: str, cfg: EvaluateConfig) -> None:

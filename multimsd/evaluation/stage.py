@@ -13,6 +13,8 @@ Read top to bottom, :func:`run` is the whole stage:
    the systems by ``select_by`` (:mod:`multimsd.evaluation.scoring`, whose docstring gives the rules);
    per language, bootstrap confidence intervals of the metrics that registered per-sentence statistics (SARI,
    BLEU, FKGL, ...) and paired comparisons of the systems (``bootstrap.*``, :mod:`multimsd.evaluation.intervals`);
+   per system and language, the shares of empty outputs, of outputs cut at ``max_new_tokens`` and of outputs
+   identical to the input, flagged above ``degenerate.max_share`` (:mod:`multimsd.evaluation.degenerate`);
 4. write ``results.json`` (with ``metrics``: the registry's facts of the metrics computed, which the run
    report reads), ``table.md`` and ``scores.png`` into ``output.dir`` atomically, print the table
    (:mod:`multimsd.evaluation.report`).
@@ -34,6 +36,12 @@ from omegaconf import DictConfig, OmegaConf
 from multimsd import LANGUAGES, __version__, interrupts
 from multimsd.config import EvaluateConfig
 from multimsd.errors import MultimsdError
+from multimsd.evaluation.degenerate import (
+    check_degenerate,
+    degenerate_summary,
+    load_cut_flags,
+    output_shares,
+)
 from multimsd.evaluation.inputs import BASELINES, load_predictions, load_references
 from multimsd.evaluation.intervals import bootstrap_settings, check_bootstrap, language_intervals
 from multimsd.evaluation.report import markdown_report, write_outputs
@@ -114,6 +122,7 @@ def check_config(cfg: EvaluateConfig) -> None:
                 f"systems.{name}={spec}: unknown baseline (known: {', '.join('@' + b for b in BASELINES)})"
             )
     check_bootstrap(cfg)
+    check_degenerate(cfg)
     r = cfg.refs
     if r.source or r.references:
         if r.path:
@@ -193,6 +202,19 @@ def _evaluate(cfg: EvaluateConfig, out_dir: Path) -> dict:
                 results_systems[name][lang]["ci"] = cis[name]
             comparisons += comps
 
+    # 4. degenerate outputs: empty, cut at max_new_tokens, identical to the input (per language)
+    for name, spec in cfg.systems.items():
+        cut = load_cut_flags(str(spec), refs.lang, langs)
+        for lang in langs:
+            rows = [i for i, x in enumerate(refs.lang) if x == lang]
+            results_systems[name][lang]["outputs"] = output_shares(
+                [refs.complex[i] for i in rows],
+                [systems[name][i] for i in rows],
+                [cut[i] for i in rows],
+                cfg.degenerate.max_share,
+                copies_by_design=str(spec) == "@identity",
+            )
+
     results = {
         "multimsd_version": __version__,
         "sacrebleu_version": sacrebleu.__version__,
@@ -214,11 +236,12 @@ def _evaluate(cfg: EvaluateConfig, out_dir: Path) -> dict:
         "ranking": rank_systems(langs, per_lang_scores, cfg.select_by),
         "bootstrap": bootstrap_settings(cfg),
         "comparisons": comparisons,
+        "degenerate": degenerate_summary(results_systems, langs, cfg.degenerate.max_share),
         "metrics": describe_metrics(list(cfg.metrics.include)),
     }
     markdown = markdown_report(results)
 
-    # 4. output, atomically
+    # 5. output, atomically
     write_outputs(out_dir, results, markdown, cfg)
     if cfg.output.print_table:
         print(markdown)

@@ -16,7 +16,9 @@ what sacrebleu and most NLP papers report; it needs no variance estimate, and it
 (SARI and BLEU in [0, 100], FKGL >= 0).
 
 Paired test (:func:`paired_bootstrap`): both systems are scored on the *same* resamples, so the sentence
-difficulty they share cancels out of the difference; see its docstring for the p-value.
+difficulty they share cancels out of the difference. **One rule** gives its interval, its p-value and the verdict
+"separable", all three from the same resampled differences, so they cannot disagree
+(:func:`paired_from_resamples` has the rule and the proof).
 
 Which metrics have intervals is the metric registry's business: a metric registers its per-sentence
 statistics and the functions of their totals (:class:`~multimsd.metrics.registry.Metric` ``statistics`` /
@@ -25,6 +27,7 @@ statistics and the functions of their totals (:class:`~multimsd.metrics.registry
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -36,6 +39,7 @@ from multimsd.metrics.sari import MAX_NGRAM_ORDER, SariStatistics, get_tokenizer
 __all__ = [
     "METHOD",
     "PairedResult",
+    "RULE",
     "bleu_from_totals",
     "bleu_statistics",
     "bootstrap_ci",
@@ -119,7 +123,8 @@ def bootstrap_ci(
 @dataclass(frozen=True)
 class PairedResult:
     """Outcome of :func:`paired_bootstrap`: scores on the full corpus, the difference ``a - b``, its
-    percentile interval, the two-sided p-value, and whether the interval excludes 0."""
+    ``1 - alpha`` percentile interval, the two-sided percentile-bootstrap p-value, and ``alpha``.
+    ``separable`` (``p < alpha``) holds exactly when the interval excludes 0."""
 
     a_score: float
     b_score: float
@@ -127,10 +132,18 @@ class PairedResult:
     ci: tuple[float, float]
     p_value: float
     n_sentences: int
+    alpha: float = 0.05
 
     @property
     def separable(self) -> bool:
-        return self.ci[0] > 0.0 or self.ci[1] < 0.0
+        return self.p_value < self.alpha
+
+
+RULE = (
+    "two-sided percentile bootstrap: p = min(1, 2·min(#{d* ≤ 0}, #{d* ≥ 0}) / B) over the B resampled "
+    "differences d*; separable ⇔ p < α ⇔ the (1 − α) percentile interval of d* excludes 0"
+)
+"""The significance rule of the paired comparisons (written into results.json and the reports)."""
 
 
 def paired_bootstrap(
@@ -139,25 +152,14 @@ def paired_bootstrap(
     score: ScoreFn,
     *,
     samples: int = 1000,
-    confidence: float = 0.95,
+    alpha: float = 0.05,
     seed: int = 0,
     counts: np.ndarray | None = None,
 ) -> PairedResult:
-    """Paired bootstrap of two systems on the same sentences: interval of ``a - b`` and a p-value.
+    """Paired bootstrap of two systems on the same sentences: interval of ``a - b``, p-value, verdict.
 
-    Both systems are scored on the same resamples (the same index matrix). With ``d`` the difference on the
-    full corpus and ``d*_1 .. d*_B`` those on the resamples, the interval is the percentile interval of the
-    ``d*`` and the p-value is the two-sided shift-method bootstrap test (Efron & Tibshirani 1993, §16.4;
-    Berg-Kirkpatrick et al. 2012 use its one-sided form ``d* - d > d``)::
-
-        p = (1 + #{b : |d*_b - d| >= |d|}) / (B + 1)
-
-    ``d* - d`` approximates how the difference varies around its centre, i.e. the difference's distribution
-    under "no real difference"; ``p`` is how often that null distribution reaches at least as far from 0 as
-    the observed ``d``. Two-sided, because the report compares every pair without a preferred direction; the
-    ``+1`` keeps ``p > 0`` for a finite ``B`` (Davison & Hinkley 1997). Why not sacrebleu's paired bootstrap
-    p-value: it compares the centred ``|d*|`` with a strict ``>``, which gives two *identical* systems
-    ``p = 1/(B+1)`` ("significant"); here identical systems get ``d = 0``, all ``d* = 0`` and ``p = 1``.
+    Both systems are scored on the same resamples (the same index matrix); :func:`paired_from_resamples`
+    has the rule.
     """
     a_stats = np.asarray(a_stats, dtype=np.float64)
     b_stats = np.asarray(b_stats, dtype=np.float64)
@@ -173,9 +175,20 @@ def paired_bootstrap(
         float(score(b_stats.sum(0))),
         resampled_scores(a_stats, score, counts),
         resampled_scores(b_stats, score, counts),
-        confidence=confidence,
+        alpha=alpha,
         n_sentences=n,
     )
+
+
+def _tail_rank(alpha: float, b: int) -> int:
+    """The smallest ``j >= 1`` with ``2 * j / b >= alpha`` (computed with the same float expression as the
+    p-value's comparison, so that ``count < j`` and ``2 * count / b < alpha`` agree for every count)."""
+    j = max(1, math.ceil(alpha * b / 2))
+    while j > 1 and 2 * (j - 1) / b >= alpha:
+        j -= 1
+    while 2 * j / b < alpha:
+        j += 1
+    return j
 
 
 def paired_from_resamples(
@@ -184,21 +197,47 @@ def paired_from_resamples(
     a_resampled: np.ndarray,
     b_resampled: np.ndarray,
     *,
-    confidence: float,
+    alpha: float = 0.05,
     n_sentences: int,
 ) -> PairedResult:
     """:func:`paired_bootstrap` from scores already computed on the same resamples (the evaluation stage
-    scores every system once per language and compares the pairs from those)."""
-    diff = a_score - b_score
-    diffs = np.asarray(a_resampled) - np.asarray(b_resampled)
-    extreme = int(np.count_nonzero(np.abs(diffs - diff) >= abs(diff)))
+    scores every system once per language and compares the pairs from those).
+
+    With ``d*_1 .. d*_B`` the differences ``a - b`` on the resamples, ``L = #{d* <= 0}``, ``U = #{d* >= 0}``
+    (a tie ``d* = 0`` counts on both sides) and ``d*_(1) <= .. <= d*_(B)`` sorted:
+
+    * p-value (two-sided percentile bootstrap): ``p = min(1, 2 * min(L, U) / B)``, twice the share of
+      resamples on the far side of 0 (Efron & Tibshirani 1993, §15.4: the ``alpha`` at which the percentile
+      interval just reaches 0);
+    * interval (level ``1 - alpha``): ``[d*_(j), d*_(B+1-j)]`` with ``j`` the smallest rank with
+      ``2j / B >= alpha`` (``B = 1000``, ``alpha = 0.05``: the 25th and 976th of the 1000 sorted
+      differences), a percentile interval without interpolation;
+    * separable: ``p < alpha``.
+
+    Why they cannot disagree: ``d*_(j) > 0`` ⇔ fewer than ``j`` differences are ``<= 0`` ⇔ ``L < j`` ⇔
+    ``2L / B < alpha``; likewise ``d*_(B+1-j) < 0`` ⇔ ``U < j`` ⇔ ``2U / B < alpha``. So the interval
+    excludes 0 ⇔ ``2 min(L, U) / B < alpha`` ⇔ ``p < alpha`` (tested on many random inputs). Two identical
+    systems have every ``d* = 0``, ``L = U = B``, ``p = 1`` and the interval ``[0, 0]``: never separable.
+    (This replaces the shift-method p-value ``(1 + #{|d* - d| >= |d|}) / (B + 1)``, which answers another
+    question than the interval and could say ``p = 0.080`` next to an interval that excludes 0.)
+    """
+    if not 0.0 < alpha < 1.0:
+        raise MultimsdError(f"alpha={alpha}: must lie strictly between 0 and 1 (e.g. 0.05)")
+    diffs = np.sort(np.asarray(a_resampled, dtype=np.float64) - np.asarray(b_resampled, dtype=np.float64))
+    b = len(diffs)
+    if b < 1:
+        raise MultimsdError("paired bootstrap: no resamples")
+    low = int(np.count_nonzero(diffs <= 0.0))
+    high = int(np.count_nonzero(diffs >= 0.0))
+    j = _tail_rank(alpha, b)
     return PairedResult(
         a_score=a_score,
         b_score=b_score,
-        diff=diff,
-        ci=percentile_interval(diffs, confidence),
-        p_value=(extreme + 1) / (len(diffs) + 1),
+        diff=a_score - b_score,
+        ci=(float(diffs[j - 1]), float(diffs[b - j])),
+        p_value=min(1.0, 2 * min(low, high) / b),
         n_sentences=n_sentences,
+        alpha=alpha,
     )
 
 

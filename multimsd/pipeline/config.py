@@ -84,6 +84,8 @@ class RunConfig:
     # Paired bootstrap comparisons "a:b" (difference a − b, its CI and p-value); empty = every pair of systems.
     compare: list[str] = field(default_factory=list)
     report: bool = True  # report.html + report.md
+    # Example rows per language in the report (test rows in order; collapsed per language in the HTML); 0 = none
+    report_examples: int = 10
     plugins: list[str] = field(default_factory=list)  # modules imported first (registrations)
     # A directory of your own configs laid out like multimsd's conf/ (DIR/experiment/x.yaml for
     # train.experiment=x, DIR/pipeline/experiment/y.yaml for a run preset experiment=y); searched after the

@@ -343,7 +343,8 @@ def write_run_files(
         )
     write_json_atomic(run_dir / RUN_MARKER, run_info)
 
-    keep = {"n_sentences", *shown_keys(evaluation), "term_types", "ci"}  # the report's scores, their CIs
+    # the report's scores, their CIs, and the shares of degenerate outputs
+    keep = {"n_sentences", *shown_keys(evaluation), "term_types", "ci", "outputs"}
     results = {
         "run": run_info["name"],
         "languages": evaluation.get("languages"),
@@ -353,6 +354,7 @@ def write_run_files(
             for s, per_lang in evaluation.get("systems", {}).items()
         },
         "comparisons": evaluation.get("comparisons", []),
+        "degenerate": evaluation.get("degenerate"),
         "ranking": evaluation.get("ranking"),
         "sweep": run_info["sweep"],
         "timings": run_info["timings"],

@@ -27,6 +27,8 @@ class Table:
     # the first column names the row (system, language, ...): rendered as a row header
     wide: bool = False  # long text cells (examples): wrap instead of keeping numbers on one line
     inline: bool = False  # small table: consecutive inline tables sit side by side in HTML
+    # HTML shows the table folded under this summary (<details>, opened by a click; no script); Markdown in full
+    collapsed: str | None = None
 
 
 @dataclass

@@ -130,3 +130,79 @@ def line_chart(
         out.append(f'<text x="{lx + 24:.1f}" y="{ly}">{escape(s.name)}</text>')
     out.append("</svg>")
     return "\n".join(out)
+
+
+def bar_chart(
+    groups: list[str],
+    series: list[Series],
+    title: str,
+    y_label: str,
+    width: int = 520,
+    height: int = 300,
+) -> str:
+    """An SVG grouped bar chart: one group per entry of ``groups`` (e.g. languages), one bar per series in
+    each (``Series.points[i] = (i, value)``), and each bar's ``Series.errors[i]`` interval as an error bar
+    (``class="err"``), so a reader sees which differences the test set can tell apart."""
+    series = [_finite(s) for s in series]
+    left, right, top = 56, 16, 30
+    legend_rows = math.ceil(len(series) / 3)
+    bottom = 46 + 18 * legend_rows
+    pw, ph = width - left - right, height - top - bottom
+    ys = [0.0] + [y for s in series for _, y in s.points]
+    for s in series:
+        ys += [v for e in (s.errors or []) if e for v in e]
+    yt = _ticks(min(ys), max(ys))
+    y0, y1 = yt[0], yt[-1]
+
+    def sy(y: float) -> float:
+        return top + ph - (y - y0) / (y1 - y0) * ph
+
+    n = max(len(series), 1)
+    slot = pw / max(len(groups), 1)
+    bar = 0.8 * slot / n
+    out = [
+        f'<svg class="chart" viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
+        f'aria-label="{escape(title)}">',
+        f'<text x="{width / 2:.0f}" y="18" text-anchor="middle" class="ct">{escape(title)}</text>',
+    ]
+    for t in yt:
+        y = sy(t)
+        out.append(f'<line x1="{left}" x2="{left + pw}" y1="{y:.1f}" y2="{y:.1f}" class="grid"/>')
+        out.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{_label(t)}</text>')
+    for i, g in enumerate(groups):
+        x = left + slot * (i + 0.5)
+        out.append(f'<text x="{x:.1f}" y="{top + ph + 16}" text-anchor="middle">{escape(g)}</text>')
+    out.append(f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" class="frame"/>')
+    out.append(
+        f'<text transform="translate(14,{top + ph / 2:.0f}) rotate(-90)" text-anchor="middle" class="al">'
+        f"{escape(y_label)}</text>"
+    )
+    base = sy(max(y0, 0.0))
+    for k, s in enumerate(series):
+        colour = PALETTE[k % len(PALETTE)]
+        for j, (gx, y) in enumerate(s.points):
+            x = left + slot * gx + 0.1 * slot + bar * k
+            top_y = min(sy(y), base)
+            out.append(
+                f'<rect x="{x:.1f}" y="{top_y:.1f}" width="{bar:.1f}" height="{abs(base - sy(y)):.1f}" '
+                f'fill="{colour}"><title>{escape(s.name)}: {y:.2f}</title></rect>'
+            )
+            err = s.errors[j] if s.errors and j < len(s.errors) else None
+            if err:
+                cx = x + bar / 2
+                out.append(
+                    f'<line class="err" x1="{cx:.1f}" x2="{cx:.1f}" y1="{sy(err[0]):.1f}" y2="{sy(err[1]):.1f}" '
+                    f'stroke="#1d2327" stroke-width="1.5"><title>{escape(s.name)}: [{err[0]:.2f}, {err[1]:.2f}]'
+                    "</title></line>"
+                )
+                for v in err:
+                    out.append(
+                        f'<line x1="{cx - 3:.1f}" x2="{cx + 3:.1f}" y1="{sy(v):.1f}" y2="{sy(v):.1f}" '
+                        'stroke="#1d2327" stroke-width="1.5"/>'
+                    )
+        lx = left + (k % 3) * (pw / 3)
+        ly = top + ph + 36 + 18 * (k // 3)
+        out.append(f'<rect x="{lx:.1f}" y="{ly - 9}" width="14" height="10" fill="{colour}"/>')
+        out.append(f'<text x="{lx + 20:.1f}" y="{ly}">{escape(s.name)}</text>')
+    out.append("</svg>")
+    return "\n".join(out)

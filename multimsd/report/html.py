@@ -38,6 +38,8 @@ svg.chart .al { font-size: 12px; }
 svg.chart .grid { stroke: #e3e7eb; }
 svg.chart .axis { stroke: #6b7680; }
 svg.chart .frame { fill: none; stroke: #9aa5b1; }
+details.fold { margin: 6px 0; }
+details.fold > summary { cursor: pointer; font-weight: 600; color: #394249; padding: 4px 0; }
 details pre { background: #f5f7f9; padding: 10px; overflow-x: auto; font-size: 0.85em; }
 footer { margin-top: 40px; color: #6b7680; font-size: 0.85em; }
 """
@@ -56,6 +58,8 @@ def _cell(c: Cell, tag: str = "td") -> str:
 def _table(t: Table) -> str:
     cls = ' class="wide"' if t.wide else ""
     out = [f'<div class="tablewrap"><table{cls}>']
+    if t.collapsed is not None:  # folded: a click on the summary opens it (HTML's own <details>, no script)
+        out.insert(0, f'<details class="fold"><summary>{escape(t.collapsed)}</summary>')
     if t.caption:
         out.append(f"<caption>{escape(t.caption)}</caption>")
     if any(t.header):
@@ -70,6 +74,8 @@ def _table(t: Table) -> str:
         first = _cell(row[0], "td" if row[0].num else "th")
         out.append("<tr>" + first + "".join(_cell(c) for c in row[1:]) + "</tr>")
     out.append("</tbody></table></div>")
+    if t.collapsed is not None:
+        out.append("</details>")
     return "\n".join(out)
 
 

@@ -12,12 +12,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from multimsd.report.blocks import Cell, Paragraph, Section, Table, bold_best, interval, num
+from multimsd.errors import MultimsdError
+from multimsd.evaluation.degenerate import WHAT, flagged_columns, warning_lines
+from multimsd.report.blocks import Cell, Chart, Paragraph, Section, Table, bold_best, interval, num
+from multimsd.report.charts import Series, bar_chart
 from multimsd.report.load import Run, read_predictions
 
 # The rows under a metric's systems, for scale (a column's `scale` sides of its per-language `reference`)
 SIDE_NAMES = {"source": "source (input)", "reference": "reference"}
-EXAMPLES_PER_LANGUAGE = 3
+EXAMPLES_PER_LANGUAGE = 10
+"""Example rows per language when the run's config does not say (``report_examples``)."""
 
 
 @dataclass(frozen=True)
@@ -89,11 +93,17 @@ def score_section(run: Run) -> Section:
     elif not any("ci" in r for s in systems for r in ev["systems"][s].values() if isinstance(r, dict)):
         text += " No confidence intervals in the evaluation results (bootstrap was not run)."
     sec.blocks.append(Paragraph(text))
+    for w in warning_lines(ev, run.label):
+        sec.blocks.append(Paragraph(w, note=True))
+    chart = score_chart(run, langs)
+    if chart is not None:
+        sec.blocks.append(chart)
+    cols = [*langs, *(["avg"] if len(langs) > 1 else [])]
+    flagged = {s: flagged_columns(ev, s) for s in systems}
     for t in score_tables(ev):
         metric, title, low = t.key, t.title, t.low
         if not any(lookup(r, metric) is not None for res in ev["systems"].values() for r in res.values()):
             continue
-        cols = [*langs, *(["avg"] if len(langs) > 1 else [])]
         rows, values = [], []
         for s in systems:
             res = ev["systems"][s]
@@ -103,9 +113,11 @@ def score_section(run: Run) -> Section:
             cells = [Cell(run.label(s))]
             for g, v in zip(cols, vals, strict=True):
                 ci = interval(((res.get(g) or {}).get("ci") or {}).get(metric)) if g != "avg" else None
-                cells.append(Cell(num(v), num=True, ci=ci))
+                mark = " ⚠" if g in flagged[s] and v is not None else ""
+                cells.append(Cell(num(v) + mark, num=True, ci=ci))
             rows.append(cells)
-            values.append(vals)
+            # degenerate outputs (all empty: FKGL 0.00) do not compete for the best of a column
+            values.append([None if g in flagged[s] else v for g, v in zip(cols, vals, strict=True)])
         if low is not None:
             bold_best(rows, values, [low] * len(cols))
         # e.g. the readability of the inputs and of the references, for scale; they do not compete
@@ -120,8 +132,83 @@ def score_section(run: Run) -> Section:
             else f"{title} ({'lower' if low else 'higher'} is better; best per column in bold)"
         )
         sec.blocks.append(Table(["system", *cols], rows, caption=caption, inline=len(cols) <= 4))
+    sec.blocks.extend(outputs_blocks(run))
     sec.blocks.extend(comparison_blocks(run))
     return sec
+
+
+def _share(x: float | None) -> str:
+    return "unknown" if x is None else f"{100 * x:.0f} %"
+
+
+def outputs_blocks(run: Run) -> list:
+    """The shares of empty, cut and input-identical outputs per system and language (when recorded)."""
+    ev, langs = run.evaluation, languages_of(run)
+    rows = []
+    for s, per in ev["systems"].items():
+        for g in langs:
+            o = (per.get(g) or {}).get("outputs")
+            if not o:
+                continue
+            kinds = o.get("flagged") or []
+            rows.append(
+                [
+                    Cell(run.label(s)),
+                    Cell(g),
+                    Cell(num(o.get("n")), num=True),
+                    Cell(_share(o.get("empty")), num=True, bold="empty" in kinds),
+                    Cell(_share(o.get("cut")), num=True, bold="cut" in kinds),
+                    Cell("–" if o.get("identical_note") else _share(o.get("identical")), num=True,
+                         bold="identical" in kinds),
+                    Cell("⚠ " + ", ".join(WHAT.get(k, k) for k in kinds) if kinds else "–"),
+                ]
+            )  # fmt: skip
+    if not rows:
+        return []
+    limit = (ev.get("degenerate") or {}).get("max_share", 0.1)
+    return [
+        Paragraph(
+            f"Outputs: shares of empty outputs, of outputs cut at max_new_tokens (generation stopped at the token "
+            f"cap, not at an end token; unknown where the predictions do not record it) and of outputs "
+            f"identical to their input. Above {100 * limit:g} % (degenerate.max_share) a system is flagged ⚠ in "
+            "that language, and none of its scores there is marked best."
+        ),
+        Table(
+            ["system", "lang", "n", "empty", "cut", "identical to input", "flagged"],
+            rows,
+            caption="Degenerate outputs",
+        ),
+    ]
+
+
+def score_chart(run: Run, langs: list[str], metric: str = "sari") -> Chart | None:
+    """SARI per language, a bar per system, with its bootstrap interval as an error bar where there is one."""
+    ev = run.evaluation
+    series = []
+    for s, res in ev["systems"].items():
+        pts, errs = [], []
+        for i, g in enumerate(langs):
+            r = res.get(g) or {}
+            if r.get(metric) is None:
+                continue
+            pts.append((float(i), float(r[metric])))
+            ci = (r.get("ci") or {}).get(metric)
+            errs.append((float(ci[0]), float(ci[1])) if ci and None not in ci else None)
+        series.append(Series(run.label(s), pts, errs))
+    if not any(s.points for s in series):
+        return None
+    with_ci = any(e for s in series for e in s.errors or [])
+    conf = round(100 * float((ev.get("bootstrap") or {}).get("confidence", 0.95)))
+    title = f"{metric.upper()} per language" + (f" ({conf} % CI)" if with_ci else "")
+    width = max(520, 120 + 60 * len(langs) * max(1, len(series)) // 2)
+    alt = title + ": " + "; ".join(
+        f"{s.name} " + ", ".join(
+            f"{langs[int(x)]} {y:.2f}" + (f" [{e[0]:.2f}, {e[1]:.2f}]" if e else "")
+            for (x, y), e in zip(s.points, s.errors or [None] * len(s.points))
+        )
+        for s in series
+    )  # fmt: skip
+    return Chart(title, bar_chart(langs, series, title, metric.upper(), width=width), alt)
 
 
 def p_value(p: float | None) -> str:
@@ -140,6 +227,8 @@ def comparison_blocks(run: Run) -> list:
                 note=True,
             )
         ]
+    boot = run.evaluation.get("bootstrap") or {}
+    alpha = float(boot.get("alpha") or 0.05)
     rows, unsure = [], []
     for c in comps:
         ci = c.get("ci")
@@ -163,8 +252,22 @@ def comparison_blocks(run: Run) -> list:
                 Cell(verdict, bold=bool(sep)),
             ]
         )
-    header = ["comparison (a vs b)", "lang", "metric", "a", "b", "a − b [95 % CI]", "p", "n", "separable"]
-    blocks: list = [Table(header, rows, caption="Paired bootstrap: difference between two systems")]
+    level = f"{100 * (1 - alpha):g} %"
+    header = ["comparison (a vs b)", "lang", "metric", "a", "b", f"a − b [{level} CI]", "p", "n", "separable"]
+    rule = boot.get("comparison_rule")
+    blocks: list = [
+        Paragraph(
+            f"Significance, one rule at α = {alpha:g}: "
+            + (
+                rule
+                if rule
+                else "separable when the interval of the difference excludes 0 (an older results.json: "
+                "its p-value may follow another rule)"
+            )
+            + ". The interval, the p-value and the verdict come from the same resampled differences."
+        ),
+        Table(header, rows, caption="Paired bootstrap: difference between two systems"),
+    ]
     if unsure:
         which = "; ".join(
             f"{run.label(c.get('a', '?'))} vs {run.label(c.get('b', '?'))} on {c.get('lang', '')} "
@@ -228,22 +331,37 @@ def examples_section(run: Run) -> Section | None:
                 outputs.setdefault(name, {})[g] = read_predictions(info.predictions, g, len(recs))
             elif info.kind == "copy":
                 outputs.setdefault(name, {})[g] = [str(r.get("complex", "")) for r in recs]
+    n = examples_per_language(run)
+    if n == 0:
+        return None
     sec = Section(
         "Examples (Table 6)",
         "examples",
         [
             Paragraph(
-                f"The first {EXAMPLES_PER_LANGUAGE} test rows of each language; several references are "
-                "separated by ‖."
+                f"The first {n} test rows of each language (report_examples), folded per language: click a "
+                "language to open its rows. Several references are separated by ‖; an empty output shows "
+                "as (empty)."
             )
         ],
     )
     for g in sorted(by_lang):
         header = ["#", "input", "reference", *(run.label(s) for s in outputs)]
         rows = []
-        for i, rec in enumerate(by_lang[g][:EXAMPLES_PER_LANGUAGE]):
+        for i, rec in enumerate(by_lang[g][:n]):
             row = [Cell(str(i + 1), num=True), Cell(str(rec.get("complex", ""))), Cell(_simple(rec))]
-            row += [Cell(outputs[s][g][i]) for s in outputs]
+            row += [Cell(outputs[s][g][i] if outputs[s][g][i].strip() else "(empty)") for s in outputs]
             rows.append(row)
-        sec.blocks.append(Table(header, rows, caption=f"Examples: {g}", wide=True))
+        summary = f"Examples: {g} ({len(rows)} of {len(by_lang[g])} test rows)"
+        sec.blocks.append(Table(header, rows, caption=f"Examples: {g}", wide=True, collapsed=summary))
     return sec
+
+
+def examples_per_language(run: Run) -> int:
+    """``report_examples`` of the run's config (10 when absent); a bad value is one error line."""
+    value = (run.meta.get("config") or {}).get("report_examples", EXAMPLES_PER_LANGUAGE)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise MultimsdError(
+            f"report_examples={value!r}: expected a whole number >= 0 (example rows per language)"
+        )
+    return value

@@ -9,6 +9,12 @@ keeps the old way (input order, ``eval.batch_size`` rows a batch). Either way th
 order (:func:`decode_batches`). The causal kind also computes the prompt head a language's rows share only
 once (:func:`shared_prefix_lengths`, ``multimsd.training.kinds.causal.PromptHeads``).
 
+**Cut outputs** (:class:`Generated`, :func:`cut_at_cap`). Every built-in kind returns its outputs as
+:class:`Generated` strings that also say whether generation stopped because it reached the token cap
+(``eval.max_new_tokens``) rather than at an end-of-sequence token; the training stage writes that next to the
+predictions (:func:`multimsd.training.predict.write_generation_info`) and the evaluation reports the share of
+cut outputs. A plugin kind that returns plain strings leaves it unknown.
+
 **LoRA** (:func:`merged_lora`). peft runs every adapted linear layer as the base matmul plus two small
 adapter matmuls; merged (``W + s·BA``) it is one matmul again. The model keeps training after the per-epoch
 validation generation and a resumed run must be bit-exact, so the base weights are copied aside before the
@@ -26,6 +32,56 @@ from typing import TypeVar
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+
+class Generated(str):
+    """A decoded output that also records whether generation stopped at the token cap instead of at an
+    end-of-sequence token: ``cut`` is True / False, or None where unknown. It is a ``str`` in every other
+    respect (and pickles with its flag, so it survives gathering over processes)."""
+
+    cut: bool | None
+
+    def __new__(cls, text: str, cut: bool | None = None) -> Generated:
+        obj = super().__new__(cls, text)
+        obj.cut = cut
+        return obj
+
+    def __reduce__(self):
+        return (Generated, (str(self), self.cut))
+
+
+def eos_token_ids(model, tokenizer) -> list[int]:
+    """The token ids that end a generation: the model's generation config's, else the tokenizer's."""
+    ids = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    if ids is None:
+        ids = getattr(tokenizer, "eos_token_id", None)
+    if ids is None:
+        return []
+    return [int(i) for i in (ids if isinstance(ids, list | tuple) else [ids])]
+
+
+def cut_at_cap(tokens, eos_ids: Sequence[int], cap: int, forced_last: bool = False) -> list[bool | None]:
+    """Per row of generated ``tokens [rows, steps]`` (the new tokens only): True where the row holds no
+    end-of-sequence token and generation ran to ``cap`` tokens, i.e. it was cut at the cap rather than
+    ended. A row that ends with EOS exactly at the cap is not cut, unless ``forced_last``: the model forces an
+    end token at the cap (mBART's ``forced_eos_token_id``), so an end there is the cut itself. None for every
+    row when the end tokens are unknown."""
+    import torch
+
+    rows = int(tokens.shape[0])
+    if not eos_ids:
+        return [None] * rows
+    if tokens.shape[1] < cap:  # generation stopped before the cap: every row ended
+        return [False] * rows
+    if forced_last:
+        tokens = tokens[:, : cap - 1]
+    ended = torch.isin(tokens, torch.tensor(list(eos_ids), device=tokens.device)).any(dim=1)
+    return [not bool(e) for e in ended.tolist()]
+
+
+def forces_end(model) -> bool:
+    """Whether ``model.generate`` forces an end token at the length cap (``forced_eos_token_id``)."""
+    return getattr(getattr(model, "generation_config", None), "forced_eos_token_id", None) is not None
 
 
 def length_batches(

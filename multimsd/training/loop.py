@@ -58,7 +58,7 @@ from multimsd.training.data import (
 from multimsd.training.forward import MicroBatchLoss, input_tokens
 from multimsd.training.kinds import MODEL_KINDS, ModelKind, get_kind
 from multimsd.training.modeling import load_model_and_tokenizer, model_path
-from multimsd.training.predict import generate, score_predictions
+from multimsd.training.predict import generate, score_predictions, write_generation_info
 from multimsd.training.progress import Progress
 
 log = logging.getLogger(__name__)
@@ -450,6 +450,7 @@ def write_predictions(
         for lang in sorted({r["lang"] for r in split_rows}):
             lines = [p.replace("\n", " ") for r, p in zip(split_rows, preds) if r["lang"] == lang]
             write_text_atomic(d / f"{lang}.txt", "\n".join(lines) + "\n")
+        write_generation_info(d, split_rows, preds, cfg.eval.max_new_tokens)  # which outputs were cut
         write_jsonl(
             d / "references.jsonl", [{k: r[k] for k in ("complex", "simple", "lang")} for r in split_rows]
         )

@@ -7,7 +7,9 @@ LoRA adapter is merged into the weights while they are decoded (``eval.merge_lor
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
+from pathlib import Path
 
 import torch
 
@@ -44,6 +46,23 @@ def generate(cfg, model, tokenizer, rows: list[dict], accelerator, shot_pool=Non
     if was_training:
         model.train()
     return [gathered[k] for k in range(len(rows))]
+
+
+GENERATION_INFO = "generation.json"
+"""Next to a split's ``<lang>.txt`` predictions: which outputs were cut at ``eval.max_new_tokens``."""
+
+
+def write_generation_info(directory: Path, rows: list[dict], preds: list[str], max_new_tokens: int) -> None:
+    """``generation.json`` beside the predictions: ``{"max_new_tokens": N, "cut": {lang: [bool | null, ...]}}``,
+    one flag per line of ``<lang>.txt`` (True: generation stopped at the cap, not at an end token; null:
+    unknown, e.g. a plugin kind that returns plain strings). The evaluation reads it (share of cut outputs)."""
+    from multimsd.fsutil import write_text_atomic
+
+    cut: dict[str, list[bool | None]] = {}
+    for r, p in zip(rows, preds):
+        cut.setdefault(r["lang"], []).append(getattr(p, "cut", None))
+    info = {"max_new_tokens": max_new_tokens, "cut": dict(sorted(cut.items()))}
+    write_text_atomic(Path(directory) / GENERATION_INFO, json.dumps(info) + "\n")
 
 
 def score_predictions(rows: list[dict], preds: list[str]) -> dict:

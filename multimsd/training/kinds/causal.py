@@ -9,7 +9,14 @@ from __future__ import annotations
 import functools
 
 from multimsd.errors import MultimsdError
-from multimsd.training.decode import decode_batches, shared_prefix_lengths
+from multimsd.training.decode import (
+    Generated,
+    cut_at_cap,
+    decode_batches,
+    eos_token_ids,
+    forces_end,
+    shared_prefix_lengths,
+)
 from multimsd.training.kinds.base import Tokenized, novel_flags, register_kind
 from multimsd.training.kinds.transformer import TransformerKind
 from multimsd.training.prompts import chat_messages
@@ -107,6 +114,7 @@ class CausalKind(TransformerKind):
         # instruction: half the prompt tokens on the sample) is computed once and its KV cache reused.
         share = cfg.eval.max_batch_tokens > 0 and cfg.eval.num_beams == 1
         heads = PromptHeads(model, ids, [r["lang"] for r in rows] if share else None)
+        eos = eos_token_ids(model, tokenizer)
 
         def decode(idx: list[int]) -> list[str]:
             new = heads.generate(idx, tokenizer.pad_token_id, gen_kw)
@@ -116,7 +124,9 @@ class CausalKind(TransformerKind):
                 )
                 enc = {n: t.to(model.device) for n, t in enc.items()}
                 new = model.generate(**enc, **gen_kw)[:, enc["input_ids"].shape[1] :]
-            return [" ".join(t.split()) for t in tokenizer.batch_decode(new, skip_special_tokens=True)]
+            texts = tokenizer.batch_decode(new, skip_special_tokens=True)
+            cut = cut_at_cap(new, eos, cfg.eval.max_new_tokens, forces_end(model))
+            return [Generated(" ".join(t.split()), c) for t, c in zip(texts, cut)]
 
         side = tokenizer.padding_side
         # decoder-only: pad on the left so every prompt ends where generation starts

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from multimsd.errors import MultimsdError
 from multimsd.training.config import ModelSettings
-from multimsd.training.decode import decode_batches
+from multimsd.training.decode import Generated, cut_at_cap, decode_batches
 from multimsd.training.kinds.base import LossFunction, ModelKind, Tokenized, register_kind, torch_dtype
 
 log = logging.getLogger(__name__)
@@ -204,7 +204,9 @@ class LstmKind(ModelKind):
                 max_new_tokens=cfg.eval.max_new_tokens,
                 num_beams=cfg.eval.num_beams,
             )
-            return tokenizer.batch_decode(gen, [rows[k]["lang"] for k in idx])
+            texts = tokenizer.batch_decode(gen, [rows[k]["lang"] for k in idx])
+            cut = cut_at_cap(gen, [tokenizer.eos_token_id], cfg.eval.max_new_tokens)
+            return [Generated(t, c) for t, c in zip(texts, cut)]
 
         return decode_batches([len(i) for i in ids], cfg.eval, decode)
 

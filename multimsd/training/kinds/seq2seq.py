@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from multimsd.training.decode import decode_batches
+from multimsd.training.decode import Generated, cut_at_cap, decode_batches, eos_token_ids, forces_end
 from multimsd.training.kinds.base import Tokenized, novel_flags, register_kind
 from multimsd.training.kinds.transformer import TransformerKind
 
@@ -58,6 +58,7 @@ class Seq2SeqKind(TransformerKind):
     def generate(self, cfg, model, tokenizer, rows: list[dict], shots: dict) -> list[str]:
         out: dict[int, str] = {}
         by_lang = defaultdict(list)
+        eos = eos_token_ids(model, tokenizer)
         for k, r in enumerate(rows):
             by_lang[r["lang"]].append(k)
         # One language a batch: generation is forced to start with that language's code.
@@ -84,7 +85,10 @@ class Seq2SeqKind(TransformerKind):
                     max_length=cfg.eval.max_new_tokens,
                     forced_bos_token_id=code_id,
                 )
-                return [" ".join(t.split()) for t in tokenizer.batch_decode(gen, skip_special_tokens=True)]
+                texts = tokenizer.batch_decode(gen, skip_special_tokens=True)
+                # max_length counts the decoder's start token (position 0, which is </s> for mBART)
+                cut = cut_at_cap(gen[:, 1:], eos, cfg.eval.max_new_tokens - 1, forces_end(model))
+                return [Generated(" ".join(t.split()), c) for t, c in zip(texts, cut)]
 
             texts = decode_batches([len(ids) for ids in encoded], cfg.eval, decode)
             out.update(zip(idx, texts))
