@@ -61,7 +61,14 @@ def test_theta_comes_from_the_training_folds_and_every_document_is_scored_once()
     res = cross_validate(candidates_for, DOCS, folds, GRID, fixed=((), 0.9))
     rows = res["folds"]
     # the candidates were asked for with the training folds only
-    assert seen_train == [{"b", "c", "d"}, {"a", "c", "d"}, {"a", "b", "d"}, {"a", "b", "c"}]
+    # (then all four, for the settings tuned on every document)
+    assert seen_train == [
+        {"b", "c", "d"},
+        {"a", "c", "d"},
+        {"a", "b", "d"},
+        {"a", "b", "c"},
+        {"a", "b", "c", "d"},
+    ]
     # every document scored exactly once
     assert sorted(aid for r in rows for aid in r["articles"]) == ["a", "b", "c", "d"]
     assert sum(r["test"]["gold"] for r in rows) == 4
@@ -91,6 +98,9 @@ def test_theta_comes_from_the_training_folds_and_every_document_is_scored_once()
     fixed = res["fixed"]["pooled"]
     assert (fixed["correct"], fixed["predicted"], fixed["gold"]) == (1, 1, 4)
     assert fixed["f1"] == pytest.approx(2 * 0.25 / 1.25)
+    # Tuned on all four (in-sample): θ 0.7 (4 / 5 correct, F1 8/9) beats 0.9 (F1 .4) and 0.5 (4 / 8).
+    assert res["tuned_on_all"]["threshold"] == 0.7
+    assert res["tuned_on_all"]["in_sample"]["f1"] == pytest.approx(8 / 9)
 
 
 def test_the_settings_are_chosen_on_the_training_folds_too():
@@ -160,7 +170,7 @@ def test_gold_mode_writes_the_folds_and_keeps_the_single_split(toy_gold, tmp_pat
     cfg = {
         "mode": "gold",
         "data": {"languages": ["en"]},
-        "aligner": {"method": "toy", "threshold": 0.9},
+        "aligner": {"method": "toy", "threshold": 0.9, "threshold_grid": GRID},
         "gold": {"path": str(toy_gold), "methods": ["toy"], "folds": 4, "report_dir": str(out)},
     }
     res = run(cfg)
@@ -170,9 +180,10 @@ def test_gold_mode_writes_the_folds_and_keeps_the_single_split(toy_gold, tmp_pat
     assert cv["fixed_threshold"] == 0.9 and cv["fixed"]["pooled"]["f1"] == pytest.approx(0.4)
     # a trainable aligner is handed each fold's training documents only (after the single split's half)
     held = {r["fold"]: set(r["articles"]) for r in cv["folds"]}
-    assert len(Toy.calls) == 1 + 4
+    assert len(Toy.calls) == 1 + 4 + 1  # the single split, each fold, then all documents (tuned_on_all)
     for train, f in zip(Toy.calls[1:], sorted(held)):
         assert set(train) == {"a", "b", "c", "d"} - held[f]
+    assert Toy.calls[-1] == ["a", "b", "c", "d"] and cv["tuned_on_all"]["threshold"] == 0.7
     saved = json.loads((out / "gold_results.json").read_text())
     assert saved["cv"]["methods"]["toy"]["en"]["test"]["pooled"]["correct"] == 4
     assert saved["methods"]["toy"]["en"]["test"]  # the single split is still there
