@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def joint_choice(corpora, train_of, grid):
     """(setting, θ) with the best sum over the corpora of F1 on their training documents (ties: higher)."""
     best = None
-    for setting in corpora[0]["cands"]:
+    for setting in corpora[0]["tunable"]:  # nm's grids (the same for both corpora)
         curves = [sweep(c["cands"][setting], train_of(c), grid) for c in corpora]
         for theta in grid:
             key = (sum(round(curve[theta].f1, 12) for curve in curves), setting, theta)
@@ -74,9 +74,9 @@ def main() -> None:
     corpora = []
     for name, path in (("DEplain-web dev", args.deplain), ("bundled sample", None)):
         docs = load_gold_docs(path)
-        cands, _ = nm_candidates(nm, docs, cfg)
+        cands, _, tunable = nm_candidates(nm, docs, cfg)
         folds = fold_ids(docs, args.folds, args.seed)
-        corpora.append({"name": name, "docs": docs, "cands": cands, "folds": folds})
+        corpora.append({"name": name, "docs": docs, "cands": cands, "folds": folds, "tunable": tunable})
     joint = {c["name"]: [] for c in corpora}
     own = {c["name"]: [] for c in corpora}
     fixed = {c["name"]: [] for c in corpora}
@@ -90,7 +90,7 @@ def main() -> None:
         for c in corpora:
             test = [d for d in c["docs"] if d.article_id in c["folds"][f]]
             joint[c["name"]].append(score(c["cands"][setting], test, theta))
-            s, t, _ = choose(c["cands"], train_of(c), grid, False, False)
+            s, t, _ = choose(c["cands"], train_of(c), grid, False, False, c["tunable"])
             own[c["name"]].append(score(c["cands"][s], test, t))
             fixed[c["name"]].append(score(c["cands"][shipped], test, o.threshold))
     for c in corpora:

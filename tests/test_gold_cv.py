@@ -132,6 +132,23 @@ def test_the_settings_are_chosen_on_the_training_folds_too():
     assert res["test"]["pooled"]["f1"] == pytest.approx(2 * 0.5 * 0.25 / 0.75)
 
 
+def test_only_the_tunable_settings_compete():
+    # A configured setting outside the grids (here "hi", perfect on b, c, d) is scored as "fixed" but never
+    # chosen: the tuning picks from the grids only, as the single split's tune_on_gold does.
+    hi = {(k, "en"): [Match(0, 0, right, right)] for k, (right, _) in SCORES.items()}
+    lo = toy_candidates()
+    res = cross_validate(
+        lambda train: {(1.0,): hi, (0.0,): lo},
+        DOCS,
+        [{"a"}, {"b", "c", "d"}],
+        GRID,
+        fixed=((1.0,), 0.7),
+        tunable=[(0.0,)],
+    )
+    assert [r["variant"] for r in res["folds"]] == [[0.0], [0.0]] and res["tuned_on_all"]["variant"] == [0.0]
+    assert res["fixed"]["pooled"]["f1"] == 1.0
+
+
 # ------------------------------------------------------------------------------ end to end through gold mode
 class Toy(Aligner):
     """(i, i) pairs scored by a table keyed by the complex sentence's text: deterministic, no encoder."""

@@ -62,12 +62,14 @@ def cross_validate(
     only_1to1: bool = False,
     strict: bool = False,
     fixed: tuple[Variant, float] | None = None,
+    tunable: Sequence[Variant] | None = None,
 ) -> dict:
     """Tune (variant, θ) on the other folds, score each fold with it; per-fold rows and their summary.
 
     ``candidates_for(train_docs)`` returns threshold-free candidates of every document of ``docs`` for each
     variant (the aligner's settings); it is called once per fold with that fold's training documents. ``fixed``:
-    (variant, θ) scored on each fold as is (align mode's settings), or None.
+    (variant, θ) scored on each fold as is (align mode's settings), or None. ``tunable``: the variants the
+    tuning may choose from (None: all; aligner=nm: its grids, not a configured setting outside them).
     """
     rows = []
     for f, held in enumerate(folds):
@@ -76,7 +78,7 @@ def cross_validate(
         if not test or not train:
             continue  # a language none of whose articles fall in this fold (or all of them)
         cands = candidates_for(train)
-        variant, theta, train_prf = choose(cands, train, grid, only_1to1, strict)
+        variant, theta, train_prf = choose(cands, train, grid, only_1to1, strict, tunable)
         row = {
             "fold": f,
             "articles": sorted(held),
@@ -90,19 +92,24 @@ def cross_validate(
         rows.append(row)
     # What the aligner would ship with if tuned on every document: the settings the folds estimate.
     cands = candidates_for(list(docs))
-    variant, theta, prf = choose(cands, list(docs), grid, only_1to1, strict)
+    variant, theta, prf = choose(cands, list(docs), grid, only_1to1, strict, tunable)
     all_docs = {"threshold": theta, "variant": list(variant), "in_sample": prf.as_dict()}
     return {"folds": rows, **summarise(rows), "tuned_on_all": all_docs}
 
 
 def choose(
-    cands: Candidates, train: list[GoldDoc], grid: Sequence[float], only_1to1: bool, strict: bool
+    cands: Candidates,
+    train: list[GoldDoc],
+    grid: Sequence[float],
+    only_1to1: bool,
+    strict: bool,
+    tunable: Sequence[Variant] | None = None,
 ) -> tuple[Variant, float, PRF]:
     """(variant, θ) with the best F1 on ``train``; like the single split, ties go to the more conservative
     setting (the higher tuple: floor, then penalty, then skip cost), then the higher θ."""
     chosen = {}
-    for variant, by_doc in cands.items():
-        curve = sweep(by_doc, train, list(grid), only_1to1, strict)
+    for variant in cands if tunable is None else tunable:
+        curve = sweep(cands[variant], train, list(grid), only_1to1, strict)
         theta = best_threshold(curve)
         chosen[variant] = (round(curve[theta].f1, 12), theta, curve[theta])
     variant = max(chosen, key=lambda v: (chosen[v][0], v, chosen[v][1]))
@@ -135,10 +142,13 @@ def summarise(rows: list[dict]) -> dict:
     return out
 
 
-def nm_candidates(aligner: Aligner, docs: list[GoldDoc], cfg: AlignConfig) -> tuple[Candidates, Variant]:
-    """``aligner=nm``'s candidates of every document for each (floor, penalty, skip_simple) it may be tuned to
-    (the grids when ``tune_on_gold``; the configured setting always), and the configured setting. Block
-    vectors are computed once (one encoder call a side, through the cache)."""
+def nm_candidates(
+    aligner: Aligner, docs: list[GoldDoc], cfg: AlignConfig
+) -> tuple[Candidates, Variant, list[Variant]]:
+    """``aligner=nm``'s candidates of every document for the configured (floor, penalty, skip_simple) and each
+    one of its grids; the configured setting; the settings tuning chooses from (the grids when
+    ``tune_on_gold``, else the configured one). Block vectors are computed once (one encoder call a side,
+    through the cache)."""
     from multimsd.alignment.aligners.nm import _align, block_vectors, check_nm_config
 
     c = aligner.settings(cfg).nm
@@ -152,7 +162,7 @@ def nm_candidates(aligner: Aligner, docs: list[GoldDoc], cfg: AlignConfig) -> tu
             (d.article_id, d.lang): _align(cb, cv, sb, sv, c, *setting)
             for d, (cb, cv, sb, sv) in zip(docs, vecs)
         }
-    return out, configured
+    return out, configured, grid or [configured]
 
 
 def evaluate_cv(
@@ -170,7 +180,7 @@ def evaluate_cv(
     for aligner in aligners:
         grid = aligner.thresholds(cfg)
         theta = fixed_threshold(aligner, cfg)
-        candidates_for, configured, settings = _candidate_source(aligner, docs, vecs, cfg)
+        candidates_for, configured, settings, tunable = _candidate_source(aligner, docs, vecs, cfg)
         per_lang = {}
         for lang in [*langs, "all"] if len(langs) > 1 else langs:
             ldocs = [d for d in docs if lang in ("all", d.lang)]
@@ -182,6 +192,7 @@ def evaluate_cv(
                 only_1to1=cfg.gold.only_1to1,
                 strict=aligner.strict_threshold,
                 fixed=(configured, theta),
+                tunable=tunable,
             )
             for row in [*res["folds"], res["tuned_on_all"]]:
                 row["settings"] = dict(zip(settings, row.pop("variant")))
@@ -207,8 +218,9 @@ def fixed_threshold(aligner: Aligner, cfg: AlignConfig) -> float:
 
 def _candidate_source(
     aligner: Aligner, docs: list[GoldDoc], vecs: list | None, cfg: AlignConfig
-) -> tuple[Callable[[list[GoldDoc]], Candidates], Variant, tuple[str, ...]]:
-    """(candidates_for(train_docs), the configured variant, the names of the variant's settings).
+) -> tuple[Callable[[list[GoldDoc]], Candidates], Variant, tuple[str, ...], list[Variant] | None]:
+    """(candidates_for(train_docs), the configured variant, the names of its settings, the variants tuning
+    chooses from: None for all).
 
     aligner=nm: every variant's candidates computed once, whatever the training documents. Any other aligner:
     called with the training documents as ``gold_train`` (a trainable one learns from them), memoised per
@@ -216,8 +228,8 @@ def _candidate_source(
     from multimsd.alignment.aligners.nm import NmAligner
 
     if isinstance(aligner, NmAligner):
-        cands, configured = nm_candidates(aligner, docs, cfg)
-        return (lambda train: cands), configured, NM_SETTINGS
+        cands, configured, tunable = nm_candidates(aligner, docs, cfg)
+        return (lambda train: cands), configured, NM_SETTINGS, tunable
     inputs = vecs if aligner.needs == "embeddings" else [(d.complex, d.simple) for d in docs]
     memo: dict[tuple[DocKey, ...], Candidates] = {}
 
@@ -228,7 +240,7 @@ def _candidate_source(
             memo[key] = {(): {(d.article_id, d.lang): ms for d, ms in zip(docs, got)}}
         return memo[key]
 
-    return candidates_for, (), ()
+    return candidates_for, (), (), None
 
 
 def cv_markdown(cv: dict) -> str:
