@@ -99,6 +99,9 @@ class GoldConfig:
     # Gold article ids are split in two halves: θ is tuned on one, reported on the other (paper: 10 + 10).
     # Each aligner tunes θ over its own grid (aligner.threshold_grid; other methods' defaults).
     valid_fraction: float = 0.5
+    # Also cross-validate by document: k folds (seeded), θ (and aligner=nm's settings) tuned on k-1, scored on
+    # the k-th; per-fold P/R/F1, mean ± sd and pooled, next to the single split. null or 1: the split alone.
+    folds: int | None = None
     # Any registered aligners; add lexical / classifier to compare the papers' older aligners on the same gold.
     # An aligner other than the chosen one (aligner=...) runs with its default options.
     methods: list[str] = field(default_factory=lambda: ["symmetric", "asymmetric", "margin"])

@@ -116,6 +116,28 @@ def test_gold_mode(aligned, python, repo_root):
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_gold_mode_cross_validation(aligned, python, repo_root):
+    # gold.folds=3 on the command line: the single split's tables, then the per-fold table and its summary;
+    # every sample article scored once per method and language (the sentences come from the cache above).
+    tmp, _, _ = aligned
+    report = tmp / "gold-cv"
+    args = ["mode=gold", "data.languages=[en,ja]", "gold.methods=[symmetric]", f"cache_dir={tmp / 'cache'}"]
+    proc = run_cli(python, repo_root, *args, "gold.folds=3", f"gold.report_dir={report}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Cross-validation by document: 3 folds (seed 42)" in proc.stdout
+    results = json.loads((report / "gold_results.json").read_text())
+    cv = results["cv"]["methods"]["symmetric"]
+    assert set(cv) == {"en", "ja", "all"}
+    ids = sorted(results["valid_articles"] + results["test_articles"])
+    for res in cv.values():
+        assert sorted(a for row in res["folds"] for a in row["articles"]) == ids
+        assert 0.0 <= res["test"]["pooled"]["f1"] <= 1.0
+    assert "Cross-validation by document" in (report / "gold_table.md").read_text()
+    typo = run_cli(python, repo_root, *args, "gold.fold=3", f"gold.report_dir={tmp / 'gold-typo'}")
+    assert typo.returncode == 2 and "fold" in typo.stderr
+    assert not (tmp / "gold-typo").exists()
+
+
 def test_offline_hub_model_is_one_clear_error(tmp_path, python, repo_root):
     proc = run_cli(
         python,

@@ -6,7 +6,9 @@ the test half. Outputs, written into
 ``gold.report_dir`` atomically: ``gold_table.md`` (printed), ``gold_results.json`` (every curve point),
 ``gold_pr_curve.png`` (precision against recall over the θ grid on the validation half) and
 ``gold_articles.md`` (each test article pair apart, and the F1 that θ tuned on the test half itself would
-give: a diagnostic of how much the tuning on the other half costs, never a result).
+give: a diagnostic of how much the tuning on the other half costs, never a result). With ``gold.folds=k``
+(k > 1) the aligners are also cross-validated by document (:mod:`multimsd.alignment.goldcv`): the per-fold
+table and its summary follow the single split's in ``gold_table.md``, under ``"cv"`` in ``gold_results.json``.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 from multimsd import LANGUAGES, interrupts
 from multimsd.alignment.aligners import aligner_candidates, get_aligners
 from multimsd.alignment.encode import embed_documents, make_embedder
+from multimsd.alignment.goldcv import cv_markdown, evaluate_cv, fold_ids
 from multimsd.alignment.goldscore import (
     best_threshold,
     gold_set,
@@ -37,13 +40,18 @@ log = logging.getLogger(__name__)
 
 
 def evaluate_gold(cfg: AlignConfig, docs: list[GoldDoc]) -> dict:
-    """Tune θ per method and language on validation gold; report on test gold. Returns a JSON-able dict."""
+    """Tune θ per method and language on validation gold; report on test gold. Returns a JSON-able dict.
+
+    With ``gold.folds`` > 1 also the document-level cross-validation (:mod:`multimsd.alignment.goldcv`)
+    under ``"cv"``, from the same sentence embeddings."""
     aligners = get_aligners(cfg.gold.methods, "gold.methods")
     langs = [lang for lang in LANGUAGES if lang in cfg.data.languages and any(d.lang == lang for d in docs)]
     docs = [d for d in docs if d.lang in langs]
     if not docs:
         raise MultimsdError(f"no gold article pairs in languages {', '.join(cfg.data.languages)}")
     valid_ids, test_ids = split_gold_ids(docs, cfg.gold.valid_fraction, cfg.seed)
+    if cfg.gold.folds and cfg.gold.folds > 1:
+        fold_ids(docs, cfg.gold.folds, cfg.seed)  # too many folds: fail before any encoding
     pairs = [(d.complex, d.simple) for d in docs]
     vecs = None
     if any(a.needs == "embeddings" for a in aligners):  # embed once, for all embedding aligners
@@ -96,6 +104,8 @@ def evaluate_gold(cfg: AlignConfig, docs: list[GoldDoc]) -> dict:
                     for d in tdocs
                 }
         results["methods"][aligner.name] = per_lang
+    if cfg.gold.folds and cfg.gold.folds > 1:
+        results["cv"] = evaluate_cv(cfg, aligners, docs, langs, vecs)
     return results
 
 
@@ -220,6 +230,8 @@ def _run_gold(cfg: AlignConfig, out: Path) -> dict:
     docs = load_gold_docs(cfg.gold.path)
     results = evaluate_gold(cfg, docs)
     table = gold_markdown(results)
+    if "cv" in results:
+        table += "\n\n" + cv_markdown(results["cv"])
     with atomic_directory(out) as tmp:
         (tmp / "gold_table.md").write_text(table + "\n", encoding="utf-8")
         write_json(tmp / "gold_results.json", results)

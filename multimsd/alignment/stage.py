@@ -80,6 +80,10 @@ def check_config(cfg: AlignConfig) -> None:
         from multimsd.alignment.embed import check_available
 
         check_available(cfg.embedder)  # (aligner=nm, which embeds for itself, checks in its check_options)
+    if cfg.gold.folds is not None and cfg.gold.folds < 1:
+        raise MultimsdError(
+            f"gold.folds={cfg.gold.folds}: a number of folds >= 2 (null or 1: no cross-validation)"
+        )
     check_languages(list(cfg.data.languages))
     check_split_config(cfg.split, "split")
     if cfg.output.push_to_hub and not cfg.output.hub_repo_id:

@@ -72,7 +72,8 @@ class NmConfig:
     # dp: a block pair scores score - floor (a skipped complex sentence 0, a skipped simple one -skip_simple),
     # so pairs below the floor are never taken. Subtracted per sentence beyond 1:1: penalty (negative: a bonus
     # for splits). θ (aligner.threshold) applies to the block score.
-    # Defaults (align mode): the best sum of validation-half F1 over DEplain dev and the bundled sample gold.
+    # Defaults (align mode): one setting for DEplain dev and the sample gold, every fold's choice in 5-fold CV
+    # (benchmarks/nm_defaults_cv.py); for other text, tune on gold of its kind (mode=gold gold.folds=5).
     floor: float = 0.0
     penalty: float = 0.02
     skip_simple: float = 0.0
@@ -93,7 +94,7 @@ class NmConfig:
 class NmAlignerConfig(AlignerConfig):
     """``aligner=nm``: blocks of consecutive sentences, θ on the block score (margin by default)."""
 
-    # The best sum of validation-half F1 over DEplain dev and the bundled sample gold.
+    # One θ for DEplain dev and the sample gold, by 5-fold CV (benchmarks/nm_defaults_cv.py; docs/alignment.md).
     threshold: float = 0.01
     threshold_grid: list[float] = field(
         # Block margins -0.05 .. 0.20 (nm.score=margin, the default), then block cosines 0.70 .. 0.98
