@@ -17,6 +17,7 @@ from multimsd.metrics.bootstrap import (
     bootstrap_ci,
     fkgl_from_totals,
     fkgl_statistics,
+    format_p,
     paired_bootstrap,
     paired_from_resamples,
     resample_counts,
@@ -324,6 +325,7 @@ def test_stage_writes_intervals_and_comparisons(tmp_path):
         c for c in comps if (c["a"], c["b"], c["lang"], c["metric"]) == ("identity", "good", "en", "sari")
     )
     assert ig["separable"] and ig["diff"] < 0 and ig["p_value"] < 0.01
+    assert all(c["resamples"] == 300 for c in comps)
     # the interval is the library's, on the stage's resamples (one index matrix per language from the seed)
     stats = sari_statistics(EN_SRC, EN_SYS, [EN_REF])
     assert saved["systems"]["mid"]["en"]["ci"]["sari"] == pytest.approx(
@@ -333,6 +335,8 @@ def test_stage_writes_intervals_and_comparisons(tmp_path):
     lo, hi = saved["systems"]["mid"]["en"]["ci"]["sari"]
     assert f"{saved['systems']['mid']['en']['sari']:.2f} [{lo:.1f}, {hi:.1f}]" in table
     assert "## Paired bootstrap comparisons" in table and "| en | identity | good | SARI |" in table
+    if ig["p_value"] == 0:  # every resample on one side: printed as below the resolution 2/B, not 0.000
+        assert "| < 0.00667 |" in table and "| 0.000 |" not in table
     assert r["comparisons"] == comps
 
 
@@ -393,3 +397,10 @@ def test_a_replaced_scorer_gets_no_interval(tmp_path, monkeypatch, caplog):
     assert r["systems"]["good"]["en"]["ci"]["sari"] is None and r["systems"]["good"]["en"]["ci"]["bleu"]
     assert {c["metric"] for c in r["comparisons"]} == {"bleu", "fkgl"}
     assert "no interval" in caplog.text
+
+
+def test_a_p_value_of_zero_is_printed_below_the_resolution():
+    assert format_p(0.0, 1000) == "< 0.002"  # the smallest p above 0 with B = 1000 is 2/1000
+    assert format_p(0.0, 300) == "< 0.00667"
+    assert format_p(0.0) == "< 0.001"  # B unknown (results written before resamples were recorded)
+    assert format_p(0.002, 1000) == "0.002" and format_p(0.5373, 1000) == "0.537" and format_p(None) == "–"

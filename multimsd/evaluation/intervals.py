@@ -191,6 +191,7 @@ def language_intervals(
                     "p_value": r.p_value,
                     "alpha": r.alpha,
                     "n_sentences": r.n_sentences,
+                    "resamples": len(a_res),
                     "separable": r.separable,
                 }
             )

@@ -22,6 +22,7 @@ from multimsd.config import EvaluateConfig
 from multimsd.evaluation.degenerate import WHAT, flagged_columns, warning_lines
 from multimsd.fsutil import atomic_directory
 from multimsd.metrics import METRICS, Column
+from multimsd.metrics.bootstrap import format_p
 
 __all__ = ["markdown_report", "plot_scores", "write_outputs"]
 
@@ -224,7 +225,7 @@ def _comparisons(results: dict) -> list[str]:
         name = c["metric"].upper()
         out.append(
             f"| {c['lang']} | {c['a']} | {c['b']} | {name} | {c['a_score']:.2f} | {c['b_score']:.2f} | "
-            f"{c['diff']:+.2f} [{c['ci'][0]:.1f}, {c['ci'][1]:.1f}] | {c['p_value']:.3f} | "
+            f"{c['diff']:+.2f} [{c['ci'][0]:.1f}, {c['ci'][1]:.1f}] | {format_p(c['p_value'], c.get('resamples'))} | "
             f"{'yes' if c['separable'] else 'no'} |"
         )
         if not c["separable"]:

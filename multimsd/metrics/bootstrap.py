@@ -180,6 +180,16 @@ def paired_bootstrap(
     )
 
 
+def format_p(p: float | None, resamples: int | None = None) -> str:
+    """A p-value as the reports print it. With B resamples the smallest p above 0 is 2/B, so p = 0 (every
+    resampled difference on one side of 0) is printed as ``< 2/B`` (``< 0.002`` for B = 1000), not ``0.000``."""
+    if p is None:
+        return "–"
+    if p == 0:
+        return f"< {2 / resamples:.3g}" if resamples else "< 0.001"
+    return f"{p:.3f}"
+
+
 def _tail_rank(alpha: float, b: int) -> int:
     """The smallest ``j >= 1`` with ``2 * j / b >= alpha`` (computed with the same float expression as the
     p-value's comparison, so that ``count < j`` and ``2 * count / b < alpha`` agree for every count)."""

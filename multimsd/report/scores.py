@@ -14,6 +14,7 @@ from typing import Any
 
 from multimsd.errors import MultimsdError
 from multimsd.evaluation.degenerate import WHAT, flagged_columns, warning_lines
+from multimsd.metrics.bootstrap import format_p
 from multimsd.report.blocks import Cell, Chart, Paragraph, Section, Table, bold_best, interval, num
 from multimsd.report.charts import Series, bar_chart
 from multimsd.report.load import Run, read_predictions
@@ -211,10 +212,8 @@ def score_chart(run: Run, langs: list[str], metric: str = "sari") -> Chart | Non
     return Chart(title, bar_chart(langs, series, title, metric.upper(), width=width), alt)
 
 
-def p_value(p: float | None) -> str:
-    if p is None:
-        return "–"
-    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+def p_value(p: float | None, resamples: int | None = None) -> str:
+    return format_p(p, resamples)
 
 
 def comparison_blocks(run: Run) -> list:
@@ -247,7 +246,7 @@ def comparison_blocks(run: Run) -> list:
                 Cell(num(c.get("a_score")), num=True),
                 Cell(num(c.get("b_score")), num=True),
                 Cell(num(c.get("diff")), num=True, ci=interval(ci)),
-                Cell(p_value(p), num=True),
+                Cell(p_value(p, c.get("resamples")), num=True),
                 Cell(num(c.get("n_sentences")), num=True),
                 Cell(verdict, bold=bool(sep)),
             ]
