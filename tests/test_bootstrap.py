@@ -404,3 +404,4 @@ def test_a_p_value_of_zero_is_printed_below_the_resolution():
     assert format_p(0.0, 300) == "< 0.00667"
     assert format_p(0.0) == "< 0.001"  # B unknown (results written before resamples were recorded)
     assert format_p(0.002, 1000) == "0.002" and format_p(0.5373, 1000) == "0.537" and format_p(None) == "–"
+    assert format_p(0.0004, 5000) == "< 0.001"

@@ -187,7 +187,7 @@ def format_p(p: float | None, resamples: int | None = None) -> str:
         return "–"
     if p == 0:
         return f"< {2 / resamples:.3g}" if resamples else "< 0.001"
-    return f"{p:.3f}"
+    return "< 0.001" if p < 0.001 else f"{p:.3f}"  # below 0.001 only with more than 2,000 resamples
 
 
 def _tail_rank(alpha: float, b: int) -> int:
