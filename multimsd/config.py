@@ -201,7 +201,7 @@ class DegenerateConfig:
     # training stage in generation.json; unknown for other predictions) and of outputs identical to the input
     # (white space normalised; not counted for the copy baseline). A share above max_share flags the system
     # in that language: a warning line, and no "best" bold for its scores there
-    # (multimsd.evaluation.degenerate).
+    # (multimsd.metrics.degenerate).
     max_share: float = 0.1
 
 

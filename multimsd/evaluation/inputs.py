@@ -95,7 +95,6 @@ def default_refs_path() -> Path:
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    import multimsd.alignment.aligners  # noqa: F401  (registers aligner/<name>, which align.yaml's defaults name)
     from multimsd.config import register_configs
 
     register_configs()

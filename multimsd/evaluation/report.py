@@ -6,7 +6,7 @@ Columns come from the metric registry (:mod:`multimsd.metrics.registry`): the me
 Where the stage computed bootstrap intervals, a per-language SARI / BLEU / FKGL cell reads
 ``41.87 [35.1, 48.6]`` (interval to one decimal), and a table of the paired comparisons follows, with a note
 for every language and pair that its sentences cannot separate on some metric. A system whose outputs are
-flagged degenerate in a column (:mod:`multimsd.evaluation.degenerate`) gets a warning line, a ⚠ after its
+flagged degenerate in a column (:mod:`multimsd.metrics.degenerate`) gets a warning line, a ⚠ after its
 scores there, and never the bold of the best; ``scores.png`` draws the bootstrap intervals as error bars.
 """
 
@@ -19,10 +19,10 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from multimsd.config import EvaluateConfig
-from multimsd.evaluation.degenerate import WHAT, flagged_columns, warning_lines
 from multimsd.fsutil import atomic_directory
 from multimsd.metrics import METRICS, Column
 from multimsd.metrics.bootstrap import format_p
+from multimsd.metrics.degenerate import WHAT, flagged_columns, warning_lines
 
 __all__ = ["markdown_report", "plot_scores", "write_outputs"]
 

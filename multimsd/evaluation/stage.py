@@ -14,7 +14,7 @@ Read top to bottom, :func:`run` is the whole stage:
    per language, bootstrap confidence intervals of the metrics that registered per-sentence statistics (SARI,
    BLEU, FKGL, ...) and paired comparisons of the systems (``bootstrap.*``, :mod:`multimsd.evaluation.intervals`);
    per system and language, the shares of empty outputs, of outputs cut at ``max_new_tokens`` and of outputs
-   identical to the input, flagged above ``degenerate.max_share`` (:mod:`multimsd.evaluation.degenerate`);
+   identical to the input, flagged above ``degenerate.max_share`` (:mod:`multimsd.metrics.degenerate`);
 4. write ``results.json`` (with ``metrics``: the registry's facts of the metrics computed, which the run
    report reads), ``table.md`` and ``scores.png`` into ``output.dir`` atomically, print the table
    (:mod:`multimsd.evaluation.report`).
@@ -36,17 +36,17 @@ from omegaconf import DictConfig, OmegaConf
 from multimsd import LANGUAGES, __version__, interrupts
 from multimsd.config import EvaluateConfig
 from multimsd.errors import MultimsdError
-from multimsd.evaluation.degenerate import (
-    check_degenerate,
-    degenerate_summary,
-    load_cut_flags,
-    output_shares,
-)
 from multimsd.evaluation.inputs import BASELINES, load_predictions, load_references
 from multimsd.evaluation.intervals import bootstrap_settings, check_bootstrap, language_intervals
 from multimsd.evaluation.report import markdown_report, write_outputs
 from multimsd.evaluation.scoring import evaluate_language, parse_select_by, pool_languages, rank_systems
 from multimsd.fsutil import check_replaceable, check_writable_dir
+from multimsd.metrics.degenerate import (
+    check_degenerate,
+    degenerate_summary,
+    load_cut_flags,
+    output_shares,
+)
 
 log = logging.getLogger(__name__)
 

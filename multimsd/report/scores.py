@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from multimsd.errors import MultimsdError
-from multimsd.evaluation.degenerate import WHAT, flagged_columns, warning_lines
 from multimsd.metrics.bootstrap import format_p
+from multimsd.metrics.degenerate import WHAT, flagged_columns, warning_lines
 from multimsd.report.blocks import Cell, Chart, Paragraph, Section, Table, bold_best, interval, num
 from multimsd.report.charts import Series, bar_chart
 from multimsd.report.load import Run, read_predictions

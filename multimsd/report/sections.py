@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from multimsd.evaluation.degenerate import flagged_columns
+from multimsd.metrics.degenerate import flagged_columns
 from multimsd.report.blocks import Cell, Chart, Paragraph, Preformatted, Section, Table, bold_best, num
 from multimsd.report.charts import Series, line_chart
 from multimsd.report.load import Run
@@ -246,7 +246,7 @@ def sweep_section(run: Run) -> Section | None:
         ]
         for t, n, s, b in pts
     ]
-    # a system flagged for degenerate outputs (multimsd.evaluation.degenerate) is never the bold best
+    # a system flagged for degenerate outputs (multimsd.metrics.degenerate) is never the bold best
     values = [[None, s, b, None] if "avg" not in flagged_columns(ev, n) else [None] * 4 for _, n, s, b in pts]
     bold_best(rows, values, [False, False, False, False])
     if selected:
