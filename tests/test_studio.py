@@ -391,3 +391,34 @@ def test_the_multimsd_command_lists_studio(capsys):
     assert "studio" in capsys.readouterr().out
     cli.main(["--help"])
     assert "multimsd studio PATH" in capsys.readouterr().out
+
+
+def test_an_align_output_keeps_its_studio_files_beside_it_and_changed_sentences_stop_the_replay(
+    run_dir, tmp_path, capsys
+):
+    import shutil
+
+    from omegaconf import OmegaConf
+
+    shutil.copytree(run_dir / "align", tmp_path / "aligned")
+    args = cli.parse([str(tmp_path / "aligned"), "--annotator", "ann"])
+    corpus, journal, base = cli.prepare(args)
+    journal.start(base)
+    # align.py replaces its output directory whole on a re-run: the journal must not live inside it.
+    assert journal.path == tmp_path / "aligned-studio" / "journal-ann.jsonl"
+    post(TestClient(create_app(corpus, journal)), article_id="a1", action="accept", items=[[0, 0]])
+    corpus.close()
+    # The input is edited and aligned again (here: the config pointed at an edited copy): the journal's
+    # indices would now point at other sentences.
+    cfg_file = tmp_path / "aligned" / "align_config.yaml"
+    cfg = OmegaConf.load(cfg_file)
+    edited = tmp_path / "edited.jsonl"
+    recs = [json.loads(x) for x in Path(cfg.data.path).read_text().splitlines()]
+    recs[0]["simple"] = ["The heart pumps blood hard.", *A1[1:]]
+    edited.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    cfg.data.path = str(edited)
+    OmegaConf.save(cfg, cfg_file)
+    before = journal.path.read_bytes()
+    code, err = studio_main([str(tmp_path / "aligned"), "--annotator", "ann"], capsys)
+    assert code == 2 and "other sentences now" in err and err.count("\n") == 1
+    assert journal.path.read_bytes() == before

@@ -23,8 +23,9 @@ usage: multimsd studio PATH [--host 127.0.0.1] [--port 8765] [--annotator NAME] 
 
 A local web app over the alignments in PATH (a `multimsd run` directory or an align.py output directory):
 each article pair's sentences side by side with the aligner's alignments, ranked candidates from the cached
-embeddings, and gold alignments written as you go to PATH/studio/gold-NAME.jsonl (the format of
-`align.py mode=gold gold.path=…`), every action journalled in PATH/studio/journal-NAME.jsonl first.
+embeddings, and gold alignments written as you go to STUDIO/gold-NAME.jsonl (the format of
+`align.py mode=gold gold.path=…`), every action journalled in STUDIO/journal-NAME.jsonl first. STUDIO is
+PATH/studio for a run directory, PATH-studio beside an align.py output (which a re-run replaces whole).
 
   --host H          address to listen on (default 127.0.0.1); any other needs the token printed in the URL
   --port N          port (default 8765; 0 picks a free one)
@@ -94,10 +95,13 @@ def prepare(args: argparse.Namespace):
     from multimsd.studio.journal import Journal, read_base_gold
 
     root = Path(args.path).expanduser().resolve()
-    corpus = Corpus(find_align_dir(root))
+    align_dir = find_align_dir(root)
+    corpus = Corpus(align_dir)
     texts = {k: (a.complex, a.simple) for k, a in corpus.articles.items()}
     base = read_base_gold(Path(args.gold).expanduser(), texts) if args.gold else None
-    studio_dir = root / "studio"
+    # A run directory keeps the studio's files beside its stages (a re-run leaves them alone); an align.py
+    # output directory is replaced whole when it is aligned again, so its studio files go beside it.
+    studio_dir = root / "studio" if align_dir != root else root.parent / f"{root.name}-studio"
     journal = Journal(
         studio_dir / f"journal-{args.annotator}.jsonl",
         studio_dir / f"gold-{args.annotator}.jsonl",

@@ -17,6 +17,7 @@ restart never applies it twice.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
@@ -133,6 +134,12 @@ class Journal:
         self.path, self.gold_path, self.annotator = path, gold_path, annotator
         self.texts = texts  # every article's sentences: (complex, simple)
         self.sentences = {k: (len(c), len(s)) for k, (c, s) in texts.items()}
+        # Each action records which sentences its indices point at: replayed over an article whose sentences
+        # have changed since (the run's input edited, aligned again), it is an error, not a silent misfit.
+        self.doc_ids = {
+            k: hashlib.sha1(json.dumps([c, s], ensure_ascii=False).encode()).hexdigest()[:16]
+            for k, (c, s) in texts.items()
+        }
         self.states: dict[Key, ArticleState] = {}
         self.passthrough: list[dict] = []  # --gold records of articles outside this corpus, kept as they are
         self.records, self._good_bytes = read_journal(path)
@@ -164,6 +171,11 @@ class Journal:
         key = (rec.get("lang"), rec.get("article_id"))
         if key not in self.sentences:
             raise MultimsdError(f"{where}: article {key[1]!r} ({key[0]}) is not in this corpus")
+        if rec.get("doc", self.doc_ids[key]) != self.doc_ids[key]:
+            raise MultimsdError(
+                f"{where}: article {key[1]!r} ({key[0]}) has other sentences now than when it was annotated "
+                "(the run was aligned again from changed input); start another --annotator or move the journal"
+            )
         st = self.state(*key)
         if rec["action"] == "undo":
             if st.actions:
@@ -205,6 +217,7 @@ class Journal:
         if action not in ACTIONS:
             raise MultimsdError(f"unknown action {action!r} (choose {', '.join(ACTIONS)})")
         rec = {"action": action, "lang": lang, "article_id": article_id, **extra}
+        rec["doc"] = self.doc_ids[(lang, article_id)]
         if action != "undo":
             rec["items"] = [item_to_json(it) for it in sorted(items)]
         rec = self._append(rec)

@@ -156,8 +156,11 @@ document.addEventListener("keydown", (e) => {
   const k = e.key;
   if (k === "j") { S.item = Math.min(n - 1, S.item + 1); draw(); }
   else if (k === "k") { S.item = Math.max(0, S.item - 1); draw(); }
-  else if (k === "a" && currentItem()) act("accept", { items: [asItem(currentItem())] });
-  else if (k === "r" && currentItem()) act("reject", { items: [asItem(currentItem())] });
+  else if ((k === "a" || k === "r") && currentItem()) {
+    const it = asItem(currentItem());
+    S.item = Math.min(n - 1, S.item + 1);  // on to the next alignment: one key per decision
+    act(k === "a" ? "accept" : "reject", { items: [it] });
+  }
   else if (k === "l") link();
   else if (k === "u") act("undo", {});
   else if (k === "T") act("accept_above", { theta: parseFloat($("theta").value) });
