@@ -20,14 +20,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from multimsd import LANGUAGES
 from multimsd.errors import MultimsdError
-from multimsd.fsutil import current_umask
+from multimsd.fsutil import fsync_dir, write_text_atomic
 from multimsd.gold import GoldPair
 
 Key = tuple[str, str]  # (lang, article_id)
@@ -76,31 +75,6 @@ class ArticleState:
     @property
     def touched(self) -> bool:
         return self.from_base or bool(self.actions)
-
-
-def fsync_dir(path: Path) -> None:
-    """Make a new or renamed directory entry durable (a file's own fsync does not cover its name)."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def write_durable(path: Path, text: str) -> None:
-    """Temporary sibling, fsync, rename, fsync of the directory: the old file or the whole new one."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o666 & ~current_umask())  # mkstemp's 0600 would hide the gold from the group
-        os.replace(tmp, path)
-        fsync_dir(path.parent)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def read_journal(path: Path) -> tuple[list[dict], int]:
@@ -249,7 +223,8 @@ class Journal:
     def write_gold(self) -> None:
         recs = self.gold_records()
         self.gold_path.parent.mkdir(parents=True, exist_ok=True)
-        write_durable(self.gold_path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in recs))
+        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in recs)
+        write_text_atomic(self.gold_path, text, durable=True)
 
 
 def read_base_gold(path: Path, texts: dict[Key, tuple[list[str], list[str]]]) -> list[dict]:
