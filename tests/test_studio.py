@@ -248,6 +248,22 @@ def test_path_traversal_is_refused_everywhere(run_dir, tmp_path):
     corpus.close()
 
 
+def test_other_web_pages_cannot_act_on_a_loopback_studio(run_dir, tmp_path):
+    root, corpus, journal, _ = studio(run_dir, tmp_path)
+    client = TestClient(create_app(corpus, journal, check_host=True), base_url="http://127.0.0.1:8765")
+    assert client.get("/api/info").status_code == 200
+    assert client.get("/api/info", headers={"Host": "localhost:8765"}).status_code == 200
+    # A DNS-rebinding page reaches the port under its own name.
+    assert client.get("/api/info", headers={"Host": "evil.example:8765"}).status_code == 403
+    # A cross-origin form or text/plain POST needs no CORS preflight: it is refused.
+    body = json.dumps({"lang": "en", "article_id": "a1", "action": "accept", "items": [[0, 0]]})
+    for ctype in ("text/plain", "application/x-www-form-urlencoded", None):
+        headers = {"Content-Type": ctype} if ctype else {}
+        assert client.post("/api/action", content=body, headers=headers).status_code == 415
+    assert not journal.path.exists() or journal.path.read_text() == ""
+    corpus.close()
+
+
 def test_the_token_gate(run_dir, tmp_path):
     _, corpus, _, client = studio(run_dir, tmp_path, token="s3cret")
     assert client.get("/api/info").status_code == 403

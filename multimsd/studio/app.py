@@ -5,6 +5,11 @@ Nothing a request names is ever turned into a path: articles are looked up by (l
 static files in a fixed table of the files shipped in ``static/``. So ``../../etc/passwd`` in any parameter is
 a 404, not a file. Behind a non-loopback address every request needs the token printed at start-up (as
 ``?token=``, the ``X-Studio-Token`` header, or the cookie the page sets), else 403.
+
+On loopback, where there is no token, two things keep other web pages in the same browser out: a request whose
+``Host`` is not a loopback name is refused (a DNS-rebinding page reaches the port under its own name), and an
+action must be sent as ``application/json``, which another origin cannot do without a CORS preflight this app
+never grants (a plain form or ``text/plain`` POST is refused with 415).
 """
 
 from __future__ import annotations
@@ -59,6 +64,25 @@ class TokenGate:
         await self.app(scope, receive, send)
 
 
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+
+
+class LoopbackHostGate:
+    """ASGI middleware: 403 unless the ``Host`` header names the loopback address the server listens on."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] in ("http", "websocket"):
+            host = dict(scope.get("headers", [])).get(b"host", b"").decode("latin-1")
+            name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+            if name not in LOOPBACK_NAMES:
+                await Response("forbidden: not a loopback host name", 403)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
 def article_view(corpus: Corpus, journal: Journal, art: Article) -> dict:
     """Everything the page draws for one article pair (indices are sentence positions, 0-based)."""
     gold, rejected = journal.state(art.lang, art.article_id).gold_and_rejected()
@@ -87,8 +111,11 @@ def article_view(corpus: Corpus, journal: Journal, art: Article) -> dict:
     }
 
 
-def create_app(corpus: Corpus, journal: Journal, token: str | None = None) -> Starlette:
-    """The Starlette app; with ``token`` every request must carry it."""
+def create_app(
+    corpus: Corpus, journal: Journal, token: str | None = None, check_host: bool = False
+) -> Starlette:
+    """The Starlette app; with ``token`` every request must carry it, with ``check_host`` (the command sets it
+    on loopback) its ``Host`` must be a loopback name."""
     lock = threading.Lock()  # one action at a time: the journal's order is the order of the answers
     cfg = corpus.cfg
 
@@ -173,6 +200,8 @@ def create_app(corpus: Corpus, journal: Journal, token: str | None = None) -> St
         return JSONResponse({"side": side, "idx": idx, "candidates": ranked})
 
     async def action(request: Request) -> JSONResponse:
+        if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
+            return JSONResponse({"error": "send the action as application/json"}, 415)
         try:
             body = await request.json()
             art = corpus.get(str(body.get("lang", "")), str(body.get("article_id", "")))
@@ -227,6 +256,8 @@ def create_app(corpus: Corpus, journal: Journal, token: str | None = None) -> St
     app = Starlette(routes=routes)
     if token:
         app.add_middleware(TokenGate, token=token)
+    if check_host:
+        app.add_middleware(LoopbackHostGate)
     return app
 
 

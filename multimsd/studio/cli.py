@@ -145,7 +145,8 @@ def serve(args, corpus, journal, base, sock: socket.socket) -> None:
         f"gold file {journal.gold_path} (Ctrl-C stops)",
         flush=True,
     )
-    config = uvicorn.Config(create_app(corpus, journal, token), log_level="warning", access_log=False)
+    app = create_app(corpus, journal, token, check_host=token is None)
+    config = uvicorn.Config(app, log_level="warning", access_log=False)
     try:
         uvicorn.Server(config).run(sockets=[sock])
     finally:
