@@ -23,6 +23,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from multimsd.errors import MultimsdError
 from multimsd.studio.corpus import Article, Corpus
@@ -40,10 +41,10 @@ def static_text(name: str) -> str:
 class TokenGate:
     """ASGI middleware: 403 for any request without the token (pure ASGI, so it also guards streaming)."""
 
-    def __init__(self, app, token: str):
+    def __init__(self, app: ASGIApp, token: str) -> None:
         self.app, self.token = app, token
 
-    def _given(self, scope) -> list[str]:
+    def _given(self, scope: Scope) -> list[str]:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         found = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("token", [])
         found.append(headers.get("x-studio-token", ""))
@@ -53,7 +54,7 @@ class TokenGate:
                 found.append(value)
         return found
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] in ("http", "websocket") and not any(
             hmac.compare_digest(t.encode(), self.token.encode()) for t in self._given(scope)
         ):
@@ -70,10 +71,10 @@ LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 class LoopbackHostGate:
     """ASGI middleware: 403 unless the ``Host`` header names the loopback address the server listens on."""
 
-    def __init__(self, app):
+    def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] in ("http", "websocket"):
             host = dict(scope.get("headers", [])).get(b"host", b"").decode("latin-1")
             name = host.rsplit(":", 1)[0] if not host.endswith("]") else host

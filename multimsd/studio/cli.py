@@ -15,8 +15,13 @@ import secrets
 import socket
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from multimsd.errors import MultimsdError
+
+if TYPE_CHECKING:
+    from multimsd.studio.corpus import Corpus
+    from multimsd.studio.journal import Journal
 
 USAGE = """\
 usage: multimsd studio PATH [--host 127.0.0.1] [--port 8765] [--annotator NAME] [--gold FILE]
@@ -43,6 +48,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
+    """The arguments, checked (an unknown option or a bad name is a MultimsdError: one line)."""
     import getpass
 
     p = _Parser(prog="multimsd studio", add_help=False)
@@ -67,6 +73,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 
 def is_loopback(host: str) -> bool:
+    """Whether ``host`` only reaches this machine (then no token is needed)."""
     if host == "localhost":
         return True
     try:
@@ -76,6 +83,7 @@ def is_loopback(host: str) -> bool:
 
 
 def bind(host: str, port: int) -> socket.socket:
+    """The listening socket, bound here so that a port in use is one error line before anything is written."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a restart right after a kill may rebind
@@ -89,7 +97,7 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def prepare(args: argparse.Namespace):
+def prepare(args: argparse.Namespace) -> tuple[Corpus, Journal, list[dict] | None]:
     """Corpus and journal, every check done; nothing written yet. Returns (corpus, journal, base records)."""
     from multimsd.studio.corpus import Corpus, find_align_dir
     from multimsd.studio.journal import Journal, read_base_gold
@@ -112,6 +120,7 @@ def prepare(args: argparse.Namespace):
 
 
 def main(argv: list[str]) -> None:
+    """``multimsd studio …`` (``argv`` without the command name)."""
     if not argv or argv[0] in ("-h", "--help"):
         print(USAGE)
         return
@@ -128,7 +137,10 @@ def main(argv: list[str]) -> None:
     serve(args, corpus, journal, base, sock)
 
 
-def serve(args, corpus, journal, base, sock: socket.socket) -> None:
+def serve(
+    args: argparse.Namespace, corpus: Corpus, journal: Journal, base: list[dict] | None, sock: socket.socket
+) -> None:
+    """Write the journal's start (the first write of all), print the URL, serve until Ctrl-C."""
     import uvicorn
 
     from multimsd.studio.app import create_app
