@@ -438,3 +438,27 @@ def test_an_align_output_keeps_its_studio_files_beside_it_and_changed_sentences_
     code, err = studio_main([str(tmp_path / "aligned"), "--annotator", "ann"], capsys)
     assert code == 2 and "other sentences now" in err and err.count("\n") == 1
     assert journal.path.read_bytes() == before
+
+
+def test_align_gold_mode_scores_the_aligner_against_the_studios_gold_file(run_dir, tmp_path, monkeypatch):
+    """The gold file is what ``align.py mode=gold gold.path=…`` reads: the gold mode of the run's own config
+    scores its aligner on it (the predicted diagonal against the gold made above), encoding nothing."""
+    from multimsd.alignment.goldmode import evaluate_gold
+    from multimsd.gold import load_gold_docs
+
+    def no_model(self, texts, prefix):
+        raise AssertionError("encoded on a cached run")
+
+    root, corpus, _, client = studio(run_dir, tmp_path)
+    act_session(client)
+    monkeypatch.setattr(Embedder, "_encode_batch", no_model)
+    cfg = corpus.cfg
+    cfg.gold.methods = ["symmetric"]
+    results = evaluate_gold(cfg, load_gold_docs(str(root / "studio" / "gold-ann.jsonl")))
+    en = results["methods"]["symmetric"]["en"]
+    # a1: gold {0-0, 1+2-1}, a2: gold {0-0, 1-1, 2-2}; the aligner predicts each article's diagonal at θ 0.5
+    expected = {"a1": (1, 4, 2), "a2": (3, 3, 3)}  # correct, predicted, gold
+    test_id = results["test_articles"][0]
+    got = en["test_articles"][test_id]
+    assert (got["correct"], got["predicted"], got["gold"]) == expected[test_id]
+    corpus.close()
