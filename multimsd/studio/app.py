@@ -109,6 +109,7 @@ def article_view(corpus: Corpus, journal: Journal, art: Article) -> dict:
         ],
         "rejected": [{"complex": list(c), "simple": list(s)} for c, s in sorted(rejected)],
         "can_undo": bool(journal.state(art.lang, art.article_id).actions),
+        "annotated": journal.state(art.lang, art.article_id).touched,
     }
 
 

@@ -118,7 +118,7 @@ async function act(action, extra) {
     const r = await api("/api/action", { action, lang: v.lang, article_id: v.article_id, ...extra });
     S.view = r.article;
     const a = S.articles.find((x) => x.article_id === v.article_id);
-    if (a) a.annotated = true;
+    if (a) a.annotated = r.article.annotated;  // an undo of the only action takes it back
     progress();
     status(`${action} saved (#${r.seq})`);
     draw();
