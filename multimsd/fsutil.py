@@ -106,15 +106,32 @@ def check_writable_dir(path: Path | str, what: str) -> None:
     os.unlink(name)
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to a temporary sibling, then rename: a reader sees the old file or the whole new one."""
+def fsync_dir(path: Path) -> None:
+    """Make a new or renamed entry of directory ``path`` durable (a file's own fsync does not cover its name)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_text_atomic(path: Path, text: str, durable: bool = False) -> None:
+    """Write ``text`` to a temporary sibling, then rename: a reader sees the old file or the whole new one.
+
+    ``durable``: also fsync the file before the rename and the directory after it, so the new file survives a
+    power cut once this returns (the studio's gold file, rebuilt after every acknowledged action)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
         os.chmod(tmp, 0o666 & ~current_umask())  # mkstemp's 0600 would hide results from the rest of a group
         os.replace(tmp, path)
+        if durable:
+            fsync_dir(path.parent)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

@@ -8,7 +8,8 @@ Layers (low to high):
 1. libraries the stages share: ``metrics`` (and the 🤗 ``evaluate`` module in ``hf_metrics``);
 2. the stages: ``alignment``, ``training``, ``evaluation``, ``report`` (each may use layers 0-1 and itself,
    never another stage: the report reads the other stages' result files, not their code);
-3. the commands: ``pipeline`` (the one command that runs the stages in order) and the stage entry points
+3. the commands: ``pipeline`` (the one command that runs the stages in order), ``studio`` (the web app over a
+   run's outputs) and the stage entry points
    ``multimsd.align`` / ``multimsd.train`` / ``multimsd.evaluate`` (``multimsd align|train|evaluate``); they may
    use everything below them.
 
@@ -24,7 +25,7 @@ import pytest
 
 PKG = Path(__file__).resolve().parents[1] / "multimsd"
 STAGES = ("alignment", "training", "evaluation", "report")
-ORCHESTRATION = ("pipeline",)
+ORCHESTRATION = ("pipeline", "studio")
 ENTRY_POINTS = ("multimsd.align", "multimsd.train", "multimsd.evaluate")
 LIBRARIES = ("metrics", "hf_metrics")
 MAX_LINES = 500

@@ -24,7 +24,11 @@ pytestmark = pytest.mark.package
 ROOT = Path(__file__).resolve().parents[1]
 # What the wheel and the sdist must carry besides the code: every config, the sample data, the metric script.
 CONFIGS = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "conf").rglob("*.yaml"))
-DATA = ["multimsd/sample_data/articles.jsonl", "multimsd/hf_metrics/sari/sari.py"]
+DATA = [
+    "multimsd/sample_data/articles.jsonl",
+    "multimsd/hf_metrics/sari/sari.py",
+    *(f"multimsd/studio/static/{n}" for n in ("index.html", "studio.css", "studio.js")),
+]
 
 
 def sh(cmd: list[str], cwd: Path, env: dict, timeout: int = 900) -> subprocess.CompletedProcess:

@@ -24,7 +24,8 @@ Commands:
   align      article pairs -> aligned sentence pairs (a DatasetDict); gold mode tunes θ
   train      fine-tune / prompt a simplification model (on several GPUs: accelerate launch -m multimsd.train)
   evaluate   SARI, BLEU, TER, chrF, METEOR, FKGL, medical terms, bootstrap intervals
-Each takes Hydra overrides (key=value); `multimsd COMMAND --help` lists its keys.
+  studio     a local web app: look at a run's alignments and write gold alignments (multimsd studio PATH)
+Each stage takes Hydra overrides (key=value); `multimsd COMMAND --help` lists its keys.
 """
 
 USAGE = """\
@@ -184,9 +185,15 @@ def _main(argv: list[str]) -> None:
     if argv[0] in STAGE_COMMANDS:
         run_stage_command(argv[0], argv[1:])
         return
+    if argv[0] == "studio":  # not a Hydra command: its own arguments (multimsd studio --help)
+        from multimsd.studio.cli import main as studio_main
+
+        studio_main(argv[1:])
+        return
     if argv[0] != "run":
         print(
-            f"error: unknown command {argv[0]!r} (choose run, {', '.join(STAGE_COMMANDS)})", file=sys.stderr
+            f"error: unknown command {argv[0]!r} (choose run, {', '.join(STAGE_COMMANDS)}, studio)",
+            file=sys.stderr,
         )
         sys.exit(2)
     args = argv[1:]
