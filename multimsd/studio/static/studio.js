@@ -28,6 +28,39 @@ async function api(path, body) {
 const q = (o) => new URLSearchParams(o).toString();
 const status = (t) => { $("status").textContent = t; };
 
+// Views. The alignment view is this file; every other view is a script of its own (loaded after this one in
+// index.html) that calls studio.register(name, title, view) with view = {main, footer, tools?, available?(info),
+// show?(), key?(event) -> true when it used the key}. The view shown is in the URL's #hash (kept on reload);
+// keys 1, 2, … switch views in the order they were registered.
+const studio = {
+  api, q, status, $, order: ["align"], current: "align",
+  views: { align: { main: $("view-align"), footer: $("keys-align"), tools: $("align-tools") } },
+  register(name, title, view) {
+    const b = document.createElement("button");
+    b.dataset.view = name;
+    b.textContent = title;
+    b.title = String(this.order.length + 1);
+    b.hidden = true;  // until /api/info says the view has something to show
+    $("views").append(b);
+    for (const el of [view.main, view.footer, view.tools]) if (el) el.hidden = true;
+    this.views[name] = view;
+    this.order.push(name);
+  },
+};
+window.studio = studio;
+
+function showView(name) {
+  const v = studio.views[name];
+  if (!v || (v.available && !v.available(S.info))) name = "align";
+  studio.current = name;
+  for (const [n, view] of Object.entries(studio.views)) {
+    for (const el of [view.main, view.footer, view.tools]) if (el) el.hidden = n !== name;
+  }
+  for (const b of $("views").children) b.classList.toggle("on", b.dataset.view === name);
+  if (location.hash.slice(1) !== name) history.replaceState(null, "", name === "align" ? location.pathname + location.search : "#" + name);
+  if (studio.views[name].show) studio.views[name].show();
+}
+
 function items() {
   // The run's alignments first (in document order), then gold items the aligner did not predict.
   const v = S.view;
@@ -150,6 +183,14 @@ async function link() {
 
 document.addEventListener("keydown", (e) => {
   if (e.target.tagName === "INPUT" || e.target.tagName === "SELECT" || e.ctrlKey || e.metaKey || e.altKey) return;
+  const nth = studio.order[Number(e.key) - 1];
+  if (/^[1-9]$/.test(e.key) && nth && !$("views").querySelector(`[data-view="${nth}"]`).hidden) {
+    showView(nth); e.preventDefault(); return;
+  }
+  if (studio.current !== "align") {
+    if (studio.views[studio.current].key && studio.views[studio.current].key(e)) e.preventDefault();
+    return;
+  }
   const v = S.view;
   if (!v) return;
   const n = items().length;
@@ -184,10 +225,16 @@ $("lang").onchange = (e) => loadLang(e.target.value);
 $("article").onchange = (e) => loadArticle(e.target.value);
 $("above").onclick = () => act("accept_above", { theta: parseFloat($("theta").value) });
 $("undo").onclick = () => act("undo", {});
+$("views").onclick = (e) => { if (e.target.dataset.view) showView(e.target.dataset.view); };
 
 (async () => {
   S.info = await api("/api/info");
   $("theta").value = S.info.aligner.threshold;
   $("lang").replaceChildren(...S.info.languages.map((l) => new Option(`${l.lang} (${l.articles})`, l.lang)));
+  for (const b of $("views").children) {
+    const v = studio.views[b.dataset.view];
+    b.hidden = Boolean(v.available && !v.available(S.info));
+  }
+  showView(location.hash.slice(1) || "align");
   if (S.info.languages.length) await loadLang(S.info.languages[0].lang);
 })().catch((e) => status(`cannot load: ${e.message}`));
