@@ -28,9 +28,11 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from multimsd.errors import MultimsdError
 from multimsd.studio.corpus import Article, Corpus
 from multimsd.studio.journal import Journal, item_from_json
+from multimsd.studio.theta import routes as theta_routes
 
 # The front end: every file the app serves, and nothing else.
 STATIC = {"index.html": "text/html", "studio.css": "text/css", "studio.js": "text/javascript"}
+STATIC["theta.js"] = "text/javascript"  # the θ view (multimsd.studio.theta)
 COOKIE = "multimsd_studio_token"
 
 
@@ -255,6 +257,7 @@ def create_app(
         Route("/api/candidates", candidates),
         Route("/api/action", action, methods=["POST"]),
     ]
+    routes += theta_routes(corpus, journal)  # /api/theta, /api/agreement
     app = Starlette(routes=routes)
     if token:
         app.add_middleware(TokenGate, token=token)
