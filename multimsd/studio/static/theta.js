@@ -23,7 +23,7 @@
     main.theta section { border: 0; overflow: visible; margin-bottom: 14px; }
     main.theta h2 { position: static; background: none; font-size: 15px; padding: 4px 0; }
     .theta-methods { display: flex; flex-wrap: wrap; gap: 14px; }
-    .theta-method { border: 1px solid #ddd; border-radius: 4px; padding: 6px 8px; }
+    .theta-method { flex: 0 1 390px; min-width: 0; box-sizing: border-box; border: 1px solid #ddd; border-radius: 4px; padding: 6px 8px; }
     .theta-method h3 { font-size: 13px; margin: 0 0 4px; }
     .theta table { border-collapse: collapse; font: 12px ui-monospace, monospace; }
     .theta td, .theta th { padding: 1px 6px; text-align: right; border-bottom: 1px solid #eee; }
@@ -40,7 +40,7 @@
   const main = el("main", { id: "view-theta", class: "theta", "aria-label": "θ view" });
   const footer = el("footer", { id: "keys-theta" });
   footer.innerHTML = "keys: <kbd>1</kbd>, <kbd>2</kbd>, … switch view · <kbd>g</kbd> recompute from the gold " +
-    "annotated so far · click a <code>code</code> box to select it";
+    "annotated so far · a click selects a whole command";
   const viewAlign = document.getElementById("view-align");
   viewAlign.after(main);
   document.getElementById("keys-align").after(footer);
@@ -66,6 +66,16 @@
     line.setAttribute("points", points.map((p) => `${x(p.theta).toFixed(1)},${y(p.f1).toFixed(1)}`).join(" "));
     line.setAttribute("fill", "none"); line.setAttribute("stroke", "#3366cc"); line.setAttribute("stroke-width", "1.5");
     svg.append(line);
+    const label = (text, lx, ly, anchor) => {
+      const t = document.createElementNS(ns, "text");
+      Object.entries({ x: lx, y: ly, "text-anchor": anchor, "font-size": 9, fill: "#777" })
+        .forEach(([k, v]) => t.setAttribute(k, v));
+      t.textContent = text;
+      svg.append(t);
+    };
+    label(`θ ${fmtTheta(lo)}`, P + 1, H - P - 2, "start");
+    label(`${fmtTheta(hi)}`, W - P - 1, H - P - 2, "end");
+    label("F1 1", P + 1, P + 8, "start");
     const pk = points.find((p) => p.theta === picked);
     if (pk) {
       const dot = document.createElementNS(ns, "circle");
