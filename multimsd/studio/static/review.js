@@ -18,7 +18,8 @@
   };
   // This view's styles travel with it (studio.css stays the alignment view's).
   document.head.append(el("style", { textContent: `
-#view-review { display: block; overflow-y: auto; }
+#view-review { display: block; overflow-y: auto; height: calc(100vh - 96px); box-sizing: border-box; }
+#review-tools { display: inline-flex; gap: 10px; align-items: center; flex-wrap: wrap; }
 #view-review section { margin: 0 0 8px; padding: 0 0 4px; }
 #view-review .text { margin: 4px 10px; font-size: 15px; line-height: 1.6; }
 #view-review .src { background: #fafafa; }
@@ -46,10 +47,9 @@
     el("label", {}, blindBox, " blind"), legend);
   const main = el("main", { id: "view-review" });
   const footer = el("footer", { id: "keys-review" });
-  footer.innerHTML = "keys: <kbd>n</kbd>/<kbd>p</kbd> next / previous item · <kbd>j</kbd>/<kbd>k</kbd> next / " +
-    "previous output · <kbd>s</kbd>, <kbd>m</kbd> or <kbd>f</kbd> then <kbd>1</kbd>–<kbd>5</kbd>: rate the " +
-    "output's simplicity, meaning preservation or fluency (or click a number) · <kbd>b</kbd> blind on / off " +
-    "(names hidden, order shuffled per item) · every rating is saved when the status line says so";
+  footer.innerHTML = "keys: <kbd>n</kbd>/<kbd>p</kbd> next / previous item · <kbd>j</kbd>/<kbd>k</kbd> " +
+    "next / previous output · <kbd>s</kbd> <kbd>m</kbd> <kbd>f</kbd> then <kbd>1</kbd>–<kbd>5</kbd>: rate " +
+    "simplicity, meaning, fluency (or click) · <kbd>b</kbd> blind on / off";
   document.getElementById("status").before(tools);
   document.querySelector("main").after(main);
   document.querySelector("footer").after(footer);
@@ -147,8 +147,8 @@
     if (i >= 0 && i < R.item.n) { R.focus = 0; load(R.lang, i); }
   }
 
-  langSel.onchange = () => load(langSel.value, 0);
-  blindBox.onchange = () => setBlind(blindBox.checked);
+  langSel.onchange = () => { langSel.blur(); load(langSel.value, 0); };
+  blindBox.onchange = () => { blindBox.blur(); setBlind(blindBox.checked); };  // keys go to the view again
   tools.querySelector("#review-prev").onclick = () => move(-1);
   tools.querySelector("#review-next").onclick = () => move(1);
 
