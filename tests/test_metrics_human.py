@@ -84,7 +84,9 @@ def test_a_rating_line_is_checked():
         with pytest.raises(MultimsdError, match=msg):
             check_rating(bad, "f:1")
     assert text_hash("a") == text_hash("a") != text_hash("b")
-    assert input_hash("c", "s") == text_hash("c", "s") and input_hash("c", ["s", "t"]) == text_hash("c", "s", "t")
+    assert input_hash("c", "s") == text_hash("c", "s") and input_hash("c", ["s", "t"]) == text_hash(
+        "c", "s", "t"
+    )
 
 
 def test_novel_spans_are_the_tokens_the_novelty_metric_counts():
@@ -92,12 +94,21 @@ def test_novel_spans_are_the_tokens_the_novelty_metric_counts():
     spans = novel_spans(src, out)
     assert [out[a:b] for a, b in spans] == ["get", "narrow", ",", "!"]
     assert len(spans) == novelty_statistics([src], [out])[0, 0]  # as many as the metric counts
-    assert [out[a:b] for a, b in novel_spans(src, out, lowercase=False)] == ["The", "get", "narrow", ",", "asthma", "!"]
+    assert [out[a:b] for a, b in novel_spans(src, out, lowercase=False)] == [
+        "The",
+        "get",
+        "narrow",
+        ",",
+        "asthma",
+        "!",
+    ]
 
 
 def test_term_spans_point_at_the_original_characters():
     d = TermDictionary(["deep vein thrombosis", "vein", "thyroid hormone"], "en")
-    text = "Deep vein thrombosis, a vein, ＴＨＹＲＯＩＤ hormone."  # full-width letters: NFKC-equal to the term
+    text = (
+        "Deep vein thrombosis, a vein, ＴＨＹＲＯＩＤ hormone."  # full-width letters: NFKC-equal to the term
+    )
     assert d.find_spans(text) == [
         (0, 20, "deep vein thrombosis"),  # leftmost-longest: not also "vein"
         (24, 28, "vein"),

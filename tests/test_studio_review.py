@@ -26,14 +26,35 @@ from multimsd.studio.app import create_app  # noqa: E402
 # Test rows (en, en, de, en: a language's items are its rows in order) and three systems' outputs.
 REFS = [
     {"complex": "Asthma narrows the airways.", "simple": "Asthma makes breathing hard.", "lang": "en"},
-    {"complex": "Deep vein thrombosis can cause pulmonary embolism.", "simple": "A clot can reach the lungs.", "lang": "en"},
+    {
+        "complex": "Deep vein thrombosis can cause pulmonary embolism.",
+        "simple": "A clot can reach the lungs.",
+        "lang": "en",
+    },
     {"complex": "Gicht ist eine Krankheit.", "simple": "Gicht tut weh.", "lang": "de"},
-    {"complex": "Gout is hyperuricemia with monoarthritis.", "simple": "Gout is a painful joint disease.", "lang": "en"},
+    {
+        "complex": "Gout is hyperuricemia with monoarthritis.",
+        "simple": "Gout is a painful joint disease.",
+        "lang": "en",
+    },
 ]
 OUTPUTS = {
-    "alpha": {"en": ["Asthma narrows the airways.", "It can cause pulmonary embolism.", "Gout hurts."], "de": ["Gicht ist schlimm."]},
-    "beta": {"en": ["Asthma makes the airways narrow.", "A blood clot can go to the lungs.", "Gout is hyperuricemia."], "de": ["Gicht."]},
-    "gamma": {"en": ["The airways get narrow.", "Deep vein thrombosis is bad.", "Gout is a disease."], "de": ["Es tut weh."]},
+    "alpha": {
+        "en": ["Asthma narrows the airways.", "It can cause pulmonary embolism.", "Gout hurts."],
+        "de": ["Gicht ist schlimm."],
+    },
+    "beta": {
+        "en": [
+            "Asthma makes the airways narrow.",
+            "A blood clot can go to the lungs.",
+            "Gout is hyperuricemia.",
+        ],
+        "de": ["Gicht."],
+    },
+    "gamma": {
+        "en": ["The airways get narrow.", "Deep vein thrombosis is bad.", "Gout is a disease."],
+        "de": ["Es tut weh."],
+    },
 }
 NAMES = tuple(OUTPUTS)
 
@@ -48,7 +69,7 @@ def add_systems(root: Path, outputs: dict = OUTPUTS, refs: list = REFS) -> None:
             (d / f"{lang}.txt").write_text("".join(x + "\n" for x in lines), encoding="utf-8")
 
 
-def review_studio(run_dir: Path, tmp_path: Path, annotator: str = "ann", root: Path | None = None):
+def review_studio(run_dir: Path, tmp_path: Path, annotator: str = "ann", root: Path | None = None):  # noqa: F811
     if root is None:
         root = tmp_path / "run"
         shutil.copytree(run_dir, root)
@@ -68,7 +89,7 @@ def rate(client, **body) -> dict:
     return r.json()
 
 
-def test_an_item_shows_input_reference_and_every_output_with_spans(run_dir, tmp_path):
+def test_an_item_shows_input_reference_and_every_output_with_spans(run_dir, tmp_path):  # noqa: F811
     _, review, client = review_studio(run_dir, tmp_path)
     info = client.get("/api/info").json()["review"]
     assert info["systems"] == 3
@@ -77,7 +98,11 @@ def test_an_item_shows_input_reference_and_every_output_with_spans(run_dir, tmp_
     assert v["input"] == {"text": "Asthma narrows the airways.", "terms": [[0, 6, "asthma"]]}
     # "Asthma makes breathing hard.": makes, breathing, hard are not in the input (by hand)
     assert v["references"] == [
-        {"text": "Asthma makes breathing hard.", "novel": [[7, 12], [13, 22], [23, 27]], "terms": [[0, 6, "asthma"]]}
+        {
+            "text": "Asthma makes breathing hard.",
+            "novel": [[7, 12], [13, 22], [23, 27]],
+            "terms": [[0, 6, "asthma"]],
+        }
     ]
     outs = {o["system"]: o for o in v["outputs"]}
     assert [o["system"] for o in v["outputs"]] == ["alpha", "beta", "gamma"]  # not blind: by name
@@ -92,7 +117,7 @@ def test_an_item_shows_input_reference_and_every_output_with_spans(run_dir, tmp_
     assert client.get("/api/review", params={"lang": "xx", "i": 0}).status_code == 404
 
 
-def test_blind_order_is_seeded_per_item_stable_and_names_are_never_sent(run_dir, tmp_path):
+def test_blind_order_is_seeded_per_item_stable_and_names_are_never_sent(run_dir, tmp_path):  # noqa: F811
     root, review, client = review_studio(run_dir, tmp_path)
     orders = []
     for lang, n in (("en", 3), ("de", 1)):
@@ -121,7 +146,7 @@ def test_blind_order_is_seeded_per_item_stable_and_names_are_never_sent(run_dir,
     assert rec["system"] == orders[1][1] and rec["slot"] == "B" and rec["blind"] is True
 
 
-def test_ratings_go_to_the_journal_first_and_the_ratings_file_is_rebuilt(run_dir, tmp_path):
+def test_ratings_go_to_the_journal_first_and_the_ratings_file_is_rebuilt(run_dir, tmp_path):  # noqa: F811
     root, review, client = review_studio(run_dir, tmp_path)
     assert not (root / "studio" / "ratings-ann.jsonl").exists()  # no ratings, no file
     # not blind: slots are the sorted names, A = alpha, B = beta, C = gamma
@@ -132,16 +157,41 @@ def test_ratings_go_to_the_journal_first_and_the_ratings_file_is_rebuilt(run_dir
     rate(client, i=2, slot="A", blind=False, values={"fluency": 1, "meaning": 5})  # a later value wins
     lines = (root / "studio" / "ratings-ann.jsonl").read_text().splitlines()
     got = [json.loads(x) for x in lines]
-    h0, h2 = input_hash(REFS[0]["complex"], REFS[0]["simple"]), input_hash(REFS[3]["complex"], REFS[3]["simple"])
+    h0, h2 = (
+        input_hash(REFS[0]["complex"], REFS[0]["simple"]),
+        input_hash(REFS[3]["complex"], REFS[3]["simple"]),
+    )
     assert got == [
-        {"lang": "en", "item": 0, "input": h0, "system": s, "output": text_hash(OUTPUTS[s]["en"][0]),
-         "annotator": "ann", "blind": False, "simplicity": 5, "meaning": 4, "fluency": 3}
+        {
+            "lang": "en",
+            "item": 0,
+            "input": h0,
+            "system": s,
+            "output": text_hash(OUTPUTS[s]["en"][0]),
+            "annotator": "ann",
+            "blind": False,
+            "simplicity": 5,
+            "meaning": 4,
+            "fluency": 3,
+        }
         for s in NAMES
     ] + [
-        {"lang": "en", "item": 2, "input": h2, "system": "alpha", "output": text_hash("Gout hurts."),
-         "annotator": "ann", "blind": False, "simplicity": None, "meaning": 5, "fluency": 1}
+        {
+            "lang": "en",
+            "item": 2,
+            "input": h2,
+            "system": "alpha",
+            "output": text_hash("Gout hurts."),
+            "annotator": "ann",
+            "blind": False,
+            "simplicity": None,
+            "meaning": 5,
+            "fluency": 1,
+        }
     ]
-    journal = [json.loads(x) for x in (root / "studio" / "ratings-journal-ann.jsonl").read_text().splitlines()]
+    journal = [
+        json.loads(x) for x in (root / "studio" / "ratings-journal-ann.jsonl").read_text().splitlines()
+    ]
     assert [j["seq"] for j in journal] == [1, 2, 3, 4, 5] and journal[3]["values"] == {"fluency": 2}
     prog = client.get("/api/info").json()["review"]["languages"]
     assert prog[1] == {"lang": "en", "items": 3, "rated": 1, "started": 2}
@@ -154,10 +204,12 @@ def test_ratings_go_to_the_journal_first_and_the_ratings_file_is_rebuilt(run_dir
     assert (root / "studio" / "ratings-journal-ann.jsonl").read_text().endswith("}\n")
     r = rate(client2, i=1, slot="C", blind=False, values={"fluency": 4})
     assert r["seq"] == 6
-    assert json.loads((root / "studio" / "ratings-journal-ann.jsonl").read_text().splitlines()[-1])["seq"] == 6
+    assert (
+        json.loads((root / "studio" / "ratings-journal-ann.jsonl").read_text().splitlines()[-1])["seq"] == 6
+    )
 
 
-def test_bad_ratings_are_refused_and_write_nothing(run_dir, tmp_path):
+def test_bad_ratings_are_refused_and_write_nothing(run_dir, tmp_path):  # noqa: F811
     root, _, client = review_studio(run_dir, tmp_path)
     good = {"lang": "en", "i": 0, "slot": "A", "blind": True, "values": {"meaning": 3}}
     bad = [
@@ -180,7 +232,7 @@ def test_bad_ratings_are_refused_and_write_nothing(run_dir, tmp_path):
     assert not (root / "studio" / "ratings-ann.jsonl").exists()
 
 
-def test_a_run_without_predictions_has_no_outputs_view(run_dir, tmp_path):
+def test_a_run_without_predictions_has_no_outputs_view(run_dir, tmp_path):  # noqa: F811
     root = tmp_path / "run"
     shutil.copytree(run_dir, root)
     args = cli.parse([str(root), "--annotator", "ann"])
@@ -193,7 +245,7 @@ def test_a_run_without_predictions_has_no_outputs_view(run_dir, tmp_path):
     corpus.close()
 
 
-def test_bad_input_is_one_line_exit_2_and_writes_nothing(run_dir, tmp_path, capsys):
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(run_dir, tmp_path, capsys):  # noqa: F811
     def case(name: str, edit) -> Path:
         root = tmp_path / name
         shutil.copytree(run_dir, root)
@@ -217,9 +269,19 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(run_dir, tmp_path, caps
 
     def stale(root):
         journal = root / "studio/ratings-journal-ann.jsonl"
-        rec = {"seq": 1, "action": "rate", "lang": "en", "item": 0, "input": input_hash(REFS[0]["complex"], REFS[0]["simple"]),
-               "system": "beta", "output": text_hash("an output the run no longer has"), "slot": "B",
-               "blind": True, "values": {"fluency": 3}, "annotator": "ann"}
+        rec = {
+            "seq": 1,
+            "action": "rate",
+            "lang": "en",
+            "item": 0,
+            "input": input_hash(REFS[0]["complex"], REFS[0]["simple"]),
+            "system": "beta",
+            "output": text_hash("an output the run no longer has"),
+            "slot": "B",
+            "blind": True,
+            "values": {"fluency": 3},
+            "annotator": "ann",
+        }
         (root / "studio").mkdir()
         journal.write_text(json.dumps(rec) + "\n")
 
@@ -240,7 +302,7 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(run_dir, tmp_path, caps
         assert after == before  # nothing written: no gold journal, no ratings file
 
 
-def test_a_real_server_killed_with_sigkill_loses_no_acknowledged_rating(run_dir, tmp_path):
+def test_a_real_server_killed_with_sigkill_loses_no_acknowledged_rating(run_dir, tmp_path):  # noqa: F811
     root = tmp_path / "run"
     shutil.copytree(run_dir, root)
     add_systems(root)

@@ -33,8 +33,8 @@ def _stop(server: subprocess.Popen, sig: int) -> None:
 def on(browser: Chromium, slot: str, crit: str) -> int | None:
     """The value shown as chosen for ``slot``'s ``crit`` (None: none)."""
     return browser.js(
-        f"(() => {{ const b = document.querySelector('#view-review .out[data-slot=\"{slot}\"] "
-        f".rate[data-crit=\"{crit}\"] button.on'); return b ? Number(b.textContent) : null; }})()"
+        f'(() => {{ const b = document.querySelector(\'#view-review .out[data-slot="{slot}"] '
+        f'.rate[data-crit="{crit}"] button.on\'); return b ? Number(b.textContent) : null; }})()'
     )
 
 
@@ -44,7 +44,9 @@ def test_rate_two_items_blind_kill_the_server_restart_and_nothing_is_lost(run_di
     exe = chromium()
     root = tmp_path / "run"
     shutil.copytree(run_dir, root)
-    add_systems(root, {s: {"en": o["en"]} for s, o in OUTPUTS.items()}, [r for r in REFS if r["lang"] == "en"])
+    add_systems(
+        root, {s: {"en": o["en"]} for s, o in OUTPUTS.items()}, [r for r in REFS if r["lang"] == "en"]
+    )
     server, url = _start(root, "--annotator", "web")
     port = url.split(":")[2].split("/")[0]
     browser = Chromium(exe, tmp_path / "profile")
@@ -64,14 +66,18 @@ def test_rate_two_items_blind_kill_the_server_restart_and_nothing_is_lost(run_di
         browser.wait("$('status').textContent.startsWith('rating saved (#1): B simplicity 4')")
         browser.click('#view-review .out[data-slot="C"] .rate[data-crit="fluency"] button:nth-child(3)')
         browser.wait("$('status').textContent.startsWith('rating saved (#2): C fluency 2')")
-        texts_item1 = browser.js("[...document.querySelectorAll('#view-review .out .text')].map(p => p.textContent)")
+        texts_item1 = browser.js(
+            "[...document.querySelectorAll('#view-review .out .text')].map(p => p.textContent)"
+        )
         # item 2: A's meaning by keys
         browser.key("n")
         browser.wait("document.getElementById('review-pos')?.textContent === 'item 2 / 3'")
         browser.key("m")
         browser.key("5")
         browser.wait("$('status').textContent.startsWith('rating saved (#3): A meaning 5')")
-        assert browser.js("document.getElementById('review-progress').textContent").startswith("0 / 3 items rated")
+        assert browser.js("document.getElementById('review-progress').textContent").startswith(
+            "0 / 3 items rated"
+        )
 
         _stop(server, signal.SIGKILL)  # killed right after the acknowledged ratings
         server, url = _start(root, "--annotator", "web", "--port", port)
@@ -88,9 +94,9 @@ def test_rate_two_items_blind_kill_the_server_restart_and_nothing_is_lost(run_di
         assert on(browser, "B", "simplicity") == 4 and on(browser, "C", "fluency") == 2
         assert on(browser, "A", "simplicity") is None
         # the same blind order after the restart
-        assert browser.js("[...document.querySelectorAll('#view-review .out .text')].map(p => p.textContent)") == (
-            texts_item1
-        )
+        assert browser.js(
+            "[...document.querySelectorAll('#view-review .out .text')].map(p => p.textContent)"
+        ) == (texts_item1)
         png = browser.screenshot()
     finally:
         browser.close()
@@ -98,7 +104,9 @@ def test_rate_two_items_blind_kill_the_server_restart_and_nothing_is_lost(run_di
     ratings = [json.loads(x) for x in (root / "studio" / "ratings-web.jsonl").read_text().splitlines()]
     by_text = {OUTPUTS[s]["en"][0]: s for s in NAMES}
     b, c = by_text[texts_item1[1]], by_text[texts_item1[2]]
-    got = {(r["item"], r["system"]): (r["simplicity"], r["meaning"], r["fluency"], r["blind"]) for r in ratings}
+    got = {
+        (r["item"], r["system"]): (r["simplicity"], r["meaning"], r["fluency"], r["blind"]) for r in ratings
+    }
     assert got[(0, b)] == (4, None, None, True) and got[(0, c)] == (None, None, 2, True)
     assert len(got) == 3 and [v for k, v in got.items() if k[0] == 1] == [(None, 5, None, True)]
     image = Image.open(io.BytesIO(png)).convert("L")

@@ -48,7 +48,11 @@ def _current(run: Run, system: str, lang: str, cache: dict) -> list[str] | None:
     """The system's test outputs of ``lang`` as the run has them now (None where it has none)."""
     if (system, lang) not in cache:
         info = run.systems.get(system)
-        d = info.predictions if info is not None and info.predictions else run.dir / "systems" / system / "predictions" / "test"
+        d = (
+            info.predictions
+            if info is not None and info.predictions
+            else run.dir / "systems" / system / "predictions" / "test"
+        )
         try:
             cache[(system, lang)] = (d / f"{lang}.txt").read_text(encoding="utf-8").splitlines()
         except (OSError, UnicodeDecodeError):

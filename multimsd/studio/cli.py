@@ -31,6 +31,8 @@ each article pair's sentences side by side with the aligner's alignments, ranked
 embeddings, and gold alignments written as you go to STUDIO/gold-NAME.jsonl (the format of
 `align.py mode=gold gold.path=…`), every action journalled in STUDIO/journal-NAME.jsonl first. STUDIO is
 PATH/studio for a run directory, PATH-studio beside an align.py output (which a re-run replaces whole).
+A run directory with test predictions also gets the outputs view: every system's outputs per test row, rated
+1-5 (blind if you like) into STUDIO/ratings-NAME.jsonl, which the run's report summarises.
 
   --host H          address to listen on (default 127.0.0.1); any other needs the token printed in the URL
   --port N          port (default 8765; 0 picks a free one)

@@ -77,12 +77,18 @@ def load_outputs(root: Path) -> tuple[dict[str, list[Row]], dict[str, dict[str, 
         per: dict[str, list[Row]] = {}
         for k, rec in enumerate(refs, 1):
             if not isinstance(rec, dict) or not isinstance(rec.get("complex"), str) or "simple" not in rec:
-                raise MultimsdError(f"{d / 'references.jsonl'}:{k}: not a reference row (complex, simple, lang)")
+                raise MultimsdError(
+                    f"{d / 'references.jsonl'}:{k}: not a reference row (complex, simple, lang)"
+                )
             lang = str(rec.get("lang"))
-            per.setdefault(lang, []).append(Row(rec["complex"], rec["simple"], input_hash(rec["complex"], rec["simple"])))
+            per.setdefault(lang, []).append(
+                Row(rec["complex"], rec["simple"], input_hash(rec["complex"], rec["simple"]))
+            )
         if rows is None:
             rows, first = per, d
-        elif {lg: [r.hash for r in v] for lg, v in per.items()} != {lg: [r.hash for r in v] for lg, v in rows.items()}:
+        elif {lg: [r.hash for r in v] for lg, v in per.items()} != {
+            lg: [r.hash for r in v] for lg, v in rows.items()
+        }:
             raise MultimsdError(
                 f"{d / 'references.jsonl'} has other test rows than {first / 'references.jsonl'}: the systems' "
                 "outputs are not for the same inputs, so they cannot be reviewed side by side"
@@ -263,14 +269,18 @@ class Review:
         lang, i, s = rec.get("lang"), rec.get("item"), rec.get("system")
         rows = self.rows.get(lang)  # type: ignore[arg-type]
         if rows is None or not isinstance(i, int) or not 0 <= i < len(rows) or s not in self.outputs:
-            raise MultimsdError(f"{where}: item {i!r} ({lang}) of system {s!r} is not in this run's test outputs")
+            raise MultimsdError(
+                f"{where}: item {i!r} ({lang}) of system {s!r} is not in this run's test outputs"
+            )
         if rec.get("input") != rows[i].hash or rec.get("output") != text_hash(self.outputs[s][lang][i]):
             raise MultimsdError(
                 f"{where}: item {i} ({lang}) of system {s!r} has another input or output now than when it was "
                 "rated (the run was made again); start another --annotator or move the ratings journal"
             )
         values = rec.get("values")
-        if not isinstance(values, dict) or any(c not in CRITERIA or v not in SCALE for c, v in values.items()):
+        if not isinstance(values, dict) or any(
+            c not in CRITERIA or v not in SCALE for c, v in values.items()
+        ):
             raise MultimsdError(f"{where}: values must map {', '.join(CRITERIA)} to 1-5")
         st = self.state.setdefault((lang, i, s), {c: None for c in CRITERIA})
         st.update(values)
@@ -336,9 +346,11 @@ class Review:
         write_text_atomic(self.ratings_path, text, durable=True)
 
     def info(self) -> dict:
+        with self.lock:  # not while a rating is being applied
+            progress = self.progress()
         return {
             "systems": len(self.systems),
-            "languages": self.progress(),
+            "languages": progress,
             "ratings_file": str(self.ratings_path),
             "criteria": list(CRITERIA),
         }
@@ -361,7 +373,8 @@ def routes(review: Review) -> list[Route]:
             i = review.item(lang, qp.get("i", "0"))
         except LookupError as e:
             return JSONResponse({"error": str(e)}, 404)
-        return JSONResponse(review.view(lang, i, qp.get("blind", "0") in ("1", "true")))
+        with review.lock:  # a rating being applied in another thread changes the state read here
+            return JSONResponse(review.view(lang, i, qp.get("blind", "0") in ("1", "true")))
 
     async def rate(request: Request) -> JSONResponse:
         if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
