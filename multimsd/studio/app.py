@@ -31,6 +31,7 @@ from multimsd.studio.journal import Journal, item_from_json
 
 # The front end: every file the app serves, and nothing else.
 STATIC = {"index.html": "text/html", "studio.css": "text/css", "studio.js": "text/javascript"}
+STATIC["review.js"] = "text/javascript"
 COOKIE = "multimsd_studio_token"
 
 
@@ -114,7 +115,7 @@ def article_view(corpus: Corpus, journal: Journal, art: Article) -> dict:
 
 
 def create_app(
-    corpus: Corpus, journal: Journal, token: str | None = None, check_host: bool = False
+    corpus: Corpus, journal: Journal, token: str | None = None, check_host: bool = False, review=None
 ) -> Starlette:
     """The Starlette app; with ``token`` every request must carry it, with ``check_host`` (the command sets it
     on loopback) its ``Host`` must be a loopback name."""
@@ -154,6 +155,7 @@ def create_app(
                 "gold_file": str(journal.gold_path),
                 "languages": langs,
                 "sentences_encoded": corpus.n_encoded,
+                "review": review.info() if review is not None else None,  # the outputs view (review.py)
             }
         )
 
@@ -255,6 +257,10 @@ def create_app(
         Route("/api/candidates", candidates),
         Route("/api/action", action, methods=["POST"]),
     ]
+    if review is not None:
+        from multimsd.studio.review import routes as review_routes
+
+        routes += review_routes(review)
     app = Starlette(routes=routes)
     if token:
         app.add_middleware(TokenGate, token=token)

@@ -31,6 +31,8 @@ each article pair's sentences side by side with the aligner's alignments, ranked
 embeddings, and gold alignments written as you go to STUDIO/gold-NAME.jsonl (the format of
 `align.py mode=gold gold.path=…`), every action journalled in STUDIO/journal-NAME.jsonl first. STUDIO is
 PATH/studio for a run directory, PATH-studio beside an align.py output (which a re-run replaces whole).
+A run directory with test predictions also gets the outputs view: every system's outputs per test row, rated
+1-5 (blind if you like) into STUDIO/ratings-NAME.jsonl, which the run's report summarises.
 
   --host H          address to listen on (default 127.0.0.1); any other needs the token printed in the URL
   --port N          port (default 8765; 0 picks a free one)
@@ -119,6 +121,18 @@ def prepare(args: argparse.Namespace) -> tuple[Corpus, Journal, list[dict] | Non
     return corpus, journal, base
 
 
+def prepare_review(args: argparse.Namespace):
+    """The outputs view's :class:`~multimsd.studio.review.Review` of a run directory with test predictions, else
+    None; every check done (references the same for every system, ratings journal readable), nothing written."""
+    from multimsd.studio.corpus import find_align_dir
+    from multimsd.studio.review import load_review
+
+    root = Path(args.path).expanduser().resolve()
+    if find_align_dir(root) == root:  # an align.py output: no system outputs
+        return None
+    return load_review(root, root / "studio", args.annotator)
+
+
 def main(argv: list[str]) -> None:
     """``multimsd studio …`` (``argv`` without the command name)."""
     if not argv or argv[0] in ("-h", "--help"):
@@ -130,15 +144,21 @@ def main(argv: list[str]) -> None:
     try:
         args = parse(argv)
         corpus, journal, base = prepare(args)
+        review = prepare_review(args)
         sock = bind(args.host, args.port)
     except MultimsdError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
-    serve(args, corpus, journal, base, sock)
+    serve(args, corpus, journal, base, sock, review)
 
 
 def serve(
-    args: argparse.Namespace, corpus: Corpus, journal: Journal, base: list[dict] | None, sock: socket.socket
+    args: argparse.Namespace,
+    corpus: Corpus,
+    journal: Journal,
+    base: list[dict] | None,
+    sock: socket.socket,
+    review=None,
 ) -> None:
     """Write the journal's start (the first write of all), print the URL, serve until Ctrl-C."""
     import uvicorn
@@ -147,6 +167,8 @@ def serve(
 
     token = None if is_loopback(args.host) else secrets.token_urlsafe(24)
     journal.start(base)  # the first write: every check has passed
+    if review is not None:
+        review.start()
     port = sock.getsockname()[1]
     shown = f"[{args.host}]" if ":" in args.host else args.host
     url = f"http://{shown}:{port}/" + (f"?token={token}" if token else "")
@@ -157,7 +179,9 @@ def serve(
         f"gold file {journal.gold_path} (Ctrl-C stops)",
         flush=True,
     )
-    app = create_app(corpus, journal, token, check_host=token is None)
+    if review is not None:
+        print(f"  outputs of {len(review.systems)} systems; ratings file {review.ratings_path}", flush=True)
+    app = create_app(corpus, journal, token, check_host=token is None, review=review)
     config = uvicorn.Config(app, log_level="warning", access_log=False)
     try:
         uvicorn.Server(config).run(sockets=[sock])

@@ -183,14 +183,13 @@ async function link() {
 
 document.addEventListener("keydown", (e) => {
   if (e.target.tagName === "INPUT" || e.target.tagName === "SELECT" || e.ctrlKey || e.metaKey || e.altKey) return;
+  const view = studio.views[studio.current];  // a view sees its keys first (a digit may be a rating there)
+  if (studio.current !== "align" && view.key && view.key(e)) { e.preventDefault(); return; }
   const nth = studio.order[Number(e.key) - 1];
   if (/^[1-9]$/.test(e.key) && nth && !$("views").querySelector(`[data-view="${nth}"]`).hidden) {
     showView(nth); e.preventDefault(); return;
   }
-  if (studio.current !== "align") {
-    if (studio.views[studio.current].key && studio.views[studio.current].key(e)) e.preventDefault();
-    return;
-  }
+  if (studio.current !== "align") return;
   const v = S.view;
   if (!v) return;
   const n = items().length;
