@@ -245,13 +245,16 @@ def combine(by_scorer: dict[str, np.ndarray], k: int) -> list[dict]:
 
 
 def candidates_view(corpus: Corpus, art: Article, side: str, idx: int, k: int, raw: str | None) -> dict:
-    """``/api/candidates``' rankings: ``scorers`` (each scorer's top k) and, when ``raw`` names scorers
-    (``scorers=a,b``), ``combined`` (their mean-rank combination). A bad name is a ValueError."""
+    """``/api/candidates``' rankings: ``scorers`` (each scorer's top k: the default columns and any scorer
+    ``raw`` names) and, when ``raw`` names scorers (``scorers=a,b``), ``combined`` (their mean-rank
+    combination). A bad name is a ValueError."""
     names = parse_scorers(raw, DEFAULT_SCORERS)
-    sims = scores(corpus, art, side, idx, names)
+    shown = list(dict.fromkeys([*DEFAULT_SCORERS, *names]))  # the page's columns, whatever it combines
+    sims = scores(corpus, art, side, idx, shown)
     out: dict = {"scorers": {n: ranked(s, k) for n, s in sims.items()}}
     if raw:
-        out["combined"] = {"scorers": names, "method": "mean rank", "ranking": combine(sims, k)}
+        ranking = combine({n: sims[n] for n in names}, k)
+        out["combined"] = {"scorers": names, "method": "mean rank", "ranking": ranking}
     return out
 
 
