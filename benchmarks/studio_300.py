@@ -36,15 +36,38 @@ ROOT = Path(__file__).resolve().parents[1]
 N = 300
 
 TERMS = [
-    "asthma", "inhaled corticosteroids", "bronchodilators", "airway inflammation", "exacerbations",
-    "hypertension", "beta blockers", "renal function", "cardiovascular events", "statins", "insulin",
-    "glycaemic control", "vaccination", "influenza", "antibiotics", "adverse events", "placebo", "children",
-    "older adults", "pregnant women", "hospital admission", "quality of life", "mortality", "pain relief",
+    "asthma",
+    "inhaled corticosteroids",
+    "bronchodilators",
+    "airway inflammation",
+    "exacerbations",
+    "hypertension",
+    "beta blockers",
+    "renal function",
+    "cardiovascular events",
+    "statins",
+    "insulin",
+    "glycaemic control",
+    "vaccination",
+    "influenza",
+    "antibiotics",
+    "adverse events",
+    "placebo",
+    "children",
+    "older adults",
+    "pregnant women",
+    "hospital admission",
+    "quality of life",
+    "mortality",
+    "pain relief",
 ]
 VERBS = ["reduced", "increased", "did not change", "probably improved", "may lower", "slightly reduced"]
 DESIGNS = [
-    "randomised controlled trials", "cohort studies", "a meta-analysis of individual patient data",
-    "cluster-randomised trials", "crossover trials",
+    "randomised controlled trials",
+    "cohort studies",
+    "a meta-analysis of individual patient data",
+    "cluster-randomised trials",
+    "crossover trials",
 ]
 
 

@@ -103,14 +103,26 @@ def test_candidates_per_scorer_and_combined_by_mean_rank_on_a_tiny_article(run_d
     assert [c["rank"] for c in jac] == [1, 2, 3, 4, 5]
     lev = body["scorers"]["levenshtein_char"]
     assert [c["idx"] for c in lev] == [0, 1, 3, 4, 2]
-    assert [c["score"] for c in lev] == pytest.approx([1 - 4 / 13, 1 - 6 / 19, 1 - 8 / 13, 1 - 10 / 13, 0], abs=1e-4)
+    assert [c["score"] for c in lev] == pytest.approx(
+        [1 - 4 / 13, 1 - 6 / 19, 1 - 8 / 13, 1 - 10 / 13, 0], abs=1e-4
+    )
     comb = body["combined"]
     assert comb["scorers"] == ["jaccard", "levenshtein_char"] and comb["method"] == "mean rank"
-    assert [(c["idx"], c["score"]) for c in comb["ranking"]] == [(0, 1.5), (1, 1.5), (3, 3.25), (4, 3.75), (2, 5.0)]
+    assert [(c["idx"], c["score"]) for c in comb["ranking"]] == [
+        (0, 1.5),
+        (1, 1.5),
+        (3, 3.25),
+        (4, 3.75),
+        (2, 5.0),
+    ]
     assert comb["ranking"][2]["ranks"] == {"jaccard": 3.5, "levenshtein_char": 3.0}
     # From the consumer side: "pie" against the professional sentences, jaccard 1/3, 0, 0.
     r = client.get("/api/candidates", params={**params, "side": "simple", "idx": 4, "scorers": "jaccard"})
-    assert [(c["idx"], c["score"]) for c in r.json()["scorers"]["jaccard"]] == [(0, 0.3333), (1, 0.0), (2, 0.0)]
+    assert [(c["idx"], c["score"]) for c in r.json()["scorers"]["jaccard"]] == [
+        (0, 0.3333),
+        (1, 0.0),
+        (2, 0.0),
+    ]
     # Without scorers=: the default columns, no combination; cosine from the cached vectors.
     body = client.get("/api/candidates", params=params).json()
     assert list(body["scorers"]) == ["cosine", "lexical", "levenshtein_char", "jaccard"]
@@ -124,7 +136,9 @@ def test_candidates_per_scorer_and_combined_by_mean_rank_on_a_tiny_article(run_d
 
 
 # ----------------------------------------------------------------------------------------- other aligners
-def test_other_aligners_are_drawn_with_their_scores_and_their_items_can_be_accepted(run_dir, tmp_path, monkeypatch):
+def test_other_aligners_are_drawn_with_their_scores_and_their_items_can_be_accepted(
+    run_dir, tmp_path, monkeypatch
+):
     from multimsd.alignment.aligners.lexical import pair_similarities
 
     monkeypatch.setattr(Embedder, "_encode_batch", no_model)
@@ -155,7 +169,12 @@ def test_other_aligners_are_drawn_with_their_scores_and_their_items_can_be_accep
     first = lex["items"][0]
     r = client.post(
         "/api/action",
-        json={"lang": "en", "article_id": "a1", "action": "accept", "items": [[first["complex"], first["simple"]]]},
+        json={
+            "lang": "en",
+            "article_id": "a1",
+            "action": "accept",
+            "items": [[first["complex"], first["simple"]]],
+        },
     )
     assert r.status_code == 200, r.text
     after = r.json()["article"]
@@ -164,6 +183,17 @@ def test_other_aligners_are_drawn_with_their_scores_and_their_items_can_be_accep
     [doc] = load_gold(root / "studio" / "gold-ann.jsonl")
     assert (first["complex"][0], first["simple"][0]) in {(c[0], s[0]) for c, s in doc.gold}
     assert info["sentences_encoded"] == 0 == corpus.n_encoded
+    corpus.close()
+
+
+def test_theta_defaults_to_the_aligners_config_default_also_for_the_runs_method(run_dir, tmp_path):
+    _, corpus, client = studio(run_dir, tmp_path, "--aligner", "symmetric", "--aligner", "symmetric:0.9")
+    recommended = corpus.cfg.embedder.recommended_threshold  # the symmetric aligner's default θ
+    assert corpus.cfg.aligner.threshold == 0.5 != recommended  # the run's own θ is not the default
+    assert [(o["method"], o["threshold"]) for o in client.get("/api/info").json()["others"]] == [
+        ("symmetric", recommended),
+        ("symmetric", 0.9),
+    ]
     corpus.close()
 
 
@@ -179,7 +209,9 @@ def test_bad_aligner_options_are_one_line_exit_2_and_write_nothing(run_dir, tmp_
         "given twice": "margin",
     }
     for needle, spec in cases.items():
-        argv = [str(root), "--port", "0", "--aligner", spec] + (["--aligner", "margin:1"] if spec == "margin" else [])
+        argv = [str(root), "--port", "0", "--aligner", spec] + (
+            ["--aligner", "margin:1"] if spec == "margin" else []
+        )
         with pytest.raises(SystemExit) as e:
             cli.main(argv)
         err = capsys.readouterr().err
@@ -189,7 +221,9 @@ def test_bad_aligner_options_are_one_line_exit_2_and_write_nothing(run_dir, tmp_
 
 
 # ----------------------------------------------------------------------------------------- 300 x 300
-def test_a_300_by_300_article_is_served_with_nothing_encoded(tmp_path_factory, tiny_encoder, tmp_path, monkeypatch):
+def test_a_300_by_300_article_is_served_with_nothing_encoded(
+    tmp_path_factory, tiny_encoder, tmp_path, monkeypatch
+):
     n = 300
     big = ([_words(k, n) for k in range(n)], [_words(k, n) for k in range(n)])
     run = make_run(tmp_path_factory.mktemp("big"), tiny_encoder, {"big": big})

@@ -60,7 +60,9 @@ def test_legend_other_aligner_accept_rank_columns_and_combination(run_dir, tmp_p
         # Candidates: one column per scorer on the other side, the sentence itself first by every scorer.
         browser.click("#complex li:nth-child(2)")
         browser.wait("document.querySelectorAll('#simple li .rank').length === 16")
-        head = browser.js("[...document.querySelectorAll('#simple .rank-head .rank')].map(e => e.textContent)")
+        head = browser.js(
+            "[...document.querySelectorAll('#simple .rank-head .rank')].map(e => e.textContent)"
+        )
         assert head == ["cos", "lex", "lev", "jac"]
         own = "[...document.querySelectorAll('#simple li:nth-child(2) .rank')].map(e => e.textContent)"
         assert browser.js(own) == ["#1", "#1", "#1", "#1"]

@@ -57,16 +57,17 @@ class OtherAligner:
 
 def _with_aligner(run_cfg: AlignConfig, method: str, theta: float | None) -> AlignConfig:
     """The run's config with ``method``'s options: the run's own when it is the run's method, else the
-    aligner's defaults (θ: ``theta``, else that default; the embedder's recommended θ for a cosine)."""
+    aligner's defaults. θ: ``theta``, else the aligner's config default (for a cosine aligner the embedder's
+    recommended θ), also when it is the run's method (the run's own θ is what the run's items show)."""
     from omegaconf import OmegaConf
 
     from multimsd.alignment.aligners import ALIGNERS
 
     node = OmegaConf.structured(run_cfg)
+    default = ALIGNERS[method].default_options()
     if run_cfg.aligner.method != method:
-        node.aligner = ALIGNERS[method].default_options()
-    if theta is not None:
-        node.aligner.threshold = theta
+        node.aligner = default
+    node.aligner.threshold = default.threshold if theta is None else theta
     return OmegaConf.to_object(node)
 
 
@@ -78,7 +79,9 @@ def parse_aligners(specs: list[str], run_cfg: AlignConfig) -> list[OtherAligner]
     for spec in specs:
         method, sep, raw = spec.partition(":")
         if method in NEEDS_TRAINING:
-            raise MultimsdError(f"--aligner {spec}: the {method} aligner needs a trained model; not in the studio")
+            raise MultimsdError(
+                f"--aligner {spec}: the {method} aligner needs a trained model; not in the studio"
+            )
         aligner = get_aligner(method)  # unknown: one line listing the registered ones
         theta = None
         if sep:
@@ -156,7 +159,9 @@ def others_view(corpus: Corpus, art: Article, gold: set, rejected: set) -> dict:
             item = (tuple(it["complex"]), tuple(it["simple"]))
             status = "accepted" if item in gold else "rejected" if item in rejected else "open"
             items.append(it | {"status": status})
-        out.append({"aligner": other.name, "method": other.method, "threshold": other.threshold, "items": items})
+        out.append(
+            {"aligner": other.name, "method": other.method, "threshold": other.threshold, "items": items}
+        )
     return {"others": out}
 
 
@@ -199,9 +204,14 @@ def scores(corpus: Corpus, art: Article, side: str, idx: int, names: list[str]) 
 
         wanted = list(STRING_SCORES) if "lexical" in strings else [n for n in strings if n != "lexical"]
         if side == "complex":
-            mats = {k: m[0] for k, m in score_matrices([art.complex[idx]], art.simple, art.lang, wanted).items()}
+            mats = {
+                k: m[0] for k, m in score_matrices([art.complex[idx]], art.simple, art.lang, wanted).items()
+            }
         else:
-            mats = {k: m[:, 0] for k, m in score_matrices(art.complex, [art.simple[idx]], art.lang, wanted).items()}
+            mats = {
+                k: m[:, 0]
+                for k, m in score_matrices(art.complex, [art.simple[idx]], art.lang, wanted).items()
+            }
         if "lexical" in strings:
             out["lexical"] = mean_similarity(mats)
         for n in strings:
@@ -261,7 +271,8 @@ def candidates_view(corpus: Corpus, art: Article, side: str, idx: int, k: int, r
 def info(corpus: Corpus) -> dict:
     return {
         "others": [
-            {"aligner": o.name, "method": o.method, "threshold": o.threshold} for o in getattr(corpus, "others", [])
+            {"aligner": o.name, "method": o.method, "threshold": o.threshold}
+            for o in getattr(corpus, "others", [])
         ],
         "scorers": scorer_names(),
         "default_scorers": list(DEFAULT_SCORERS),
