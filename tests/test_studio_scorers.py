@@ -197,6 +197,24 @@ def test_theta_defaults_to_the_aligners_config_default_also_for_the_runs_method(
     corpus.close()
 
 
+def test_nm_embeds_its_blocks_through_the_runs_cache_and_says_so(run_dir, tmp_path):
+    # nm's blocks of 2+ sentences were never embedded by the symmetric run: encoded once (counted in
+    # sentences_encoded), then from the cache, so a second studio on the same cache encodes nothing.
+    _, corpus, client = studio(run_dir, tmp_path, "--aligner", "nm")
+    art = client.get("/api/article", params={"lang": "en", "id": "a1"}).json()
+    [nm] = art["others"]
+    assert nm["aligner"] == "nm:0.01"  # its config default θ
+    covered = [k for it in nm["items"] for k in it["complex"]]
+    assert nm["items"] and len(covered) == len(set(covered))  # each sentence in at most one block (dp)
+    first = client.get("/api/info").json()["sentences_encoded"]
+    assert first > 0
+    corpus.close()
+    _, corpus, client = studio(run_dir, tmp_path / "again", "--aligner", "nm")
+    again = client.get("/api/article", params={"lang": "en", "id": "a1"}).json()["others"][0]["items"]
+    assert again == nm["items"] and client.get("/api/info").json()["sentences_encoded"] == 0
+    corpus.close()
+
+
 def test_bad_aligner_options_are_one_line_exit_2_and_write_nothing(run_dir, tmp_path, capsys):
     root = tmp_path / "run"
     shutil.copytree(run_dir, root)
