@@ -28,6 +28,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from multimsd.errors import MultimsdError
 from multimsd.studio.corpus import Article, Corpus
 from multimsd.studio.journal import Journal, item_from_json
+from multimsd.studio.scorers import candidates_view, others_view
+from multimsd.studio.scorers import info as scorers_info
 
 # The front end: every file the app serves, and nothing else.
 STATIC = {"index.html": "text/html", "studio.css": "text/css", "studio.js": "text/javascript"}
@@ -111,7 +113,7 @@ def article_view(corpus: Corpus, journal: Journal, art: Article) -> dict:
         "rejected": [{"complex": list(c), "simple": list(s)} for c, s in sorted(rejected)],
         "can_undo": bool(journal.state(art.lang, art.article_id).actions),
         "annotated": journal.state(art.lang, art.article_id).touched,
-    }
+    } | others_view(corpus, art, gold, rejected)
 
 
 def create_app(
@@ -157,6 +159,7 @@ def create_app(
                 "sentences_encoded": corpus.n_encoded,
                 "review": review.info() if review is not None else None,  # the outputs view (review.py)
             }
+            | scorers_info(corpus)
         )
 
     def articles(request: Request) -> JSONResponse:
@@ -200,8 +203,13 @@ def create_app(
         n = len(art.complex) if side == "complex" else len(art.simple) if side == "simple" else 0
         if not 0 <= idx < n:
             return JSONResponse({"error": "side is complex or simple, idx a sentence of it"}, 400)
-        ranked = corpus.candidates(art, side, idx, max(1, min(k, 1000)))
-        return JSONResponse({"side": side, "idx": idx, "candidates": ranked})
+        k = max(1, min(k, 1000))
+        try:  # per scorer, and their combination with scorers=a,b (multimsd.studio.scorers)
+            more = candidates_view(corpus, art, side, idx, k, request.query_params.get("scorers"))
+        except ValueError as e:
+            return JSONResponse({"error": str(e)}, 400)
+        ranked = corpus.candidates(art, side, idx, k)
+        return JSONResponse({"side": side, "idx": idx, "candidates": ranked} | more)
 
     async def action(request: Request) -> JSONResponse:
         if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 USAGE = """\
 usage: multimsd studio PATH [--host 127.0.0.1] [--port 8765] [--annotator NAME] [--gold FILE]
+                       [--aligner METHOD[:THETA] ...]
 
 A local web app over the alignments in PATH (a `multimsd run` directory or an align.py output directory):
 each article pair's sentences side by side with the aligner's alignments, ranked candidates from the cached
@@ -38,6 +39,8 @@ A run directory with test predictions also gets the outputs view: every system's
   --port N          port (default 8765; 0 picks a free one)
   --annotator NAME  whose journal and gold file (default: $USER, else "annotator"); letters, digits, - and _
   --gold FILE       a gold file to start from (read only; recorded in the journal on the first start)
+  --aligner M[:θ]   also show aligner M's alignments (symmetric, asymmetric, margin, nm, lexical; θ: its
+                    default), computed from the cached vectors; repeatable
 Errors in the input print one line and exit with status 2.
 """
 
@@ -59,6 +62,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--port", type=int, default=8765)
     p.add_argument("--annotator", default=None)
     p.add_argument("--gold", default=None)
+    p.add_argument("--aligner", action="append", default=[])
     args = p.parse_args(argv)
     if args.annotator is None:
         try:
@@ -103,10 +107,12 @@ def prepare(args: argparse.Namespace) -> tuple[Corpus, Journal, list[dict] | Non
     """Corpus and journal, every check done; nothing written yet. Returns (corpus, journal, base records)."""
     from multimsd.studio.corpus import Corpus, find_align_dir
     from multimsd.studio.journal import Journal, read_base_gold
+    from multimsd.studio.scorers import parse_aligners
 
     root = Path(args.path).expanduser().resolve()
     align_dir = find_align_dir(root)
     corpus = Corpus(align_dir)
+    corpus.others = parse_aligners(args.aligner, corpus.cfg)
     texts = {k: (a.complex, a.simple) for k, a in corpus.articles.items()}
     base = read_base_gold(Path(args.gold).expanduser(), texts) if args.gold else None
     # A run directory keeps the studio's files beside its stages (a re-run leaves them alone); an align.py
