@@ -21,7 +21,7 @@ import numpy as np
 
 from multimsd.metrics.sari import normalize
 
-__all__ = ["corpus_novelty", "novelty_from_totals", "novelty_statistics"]
+__all__ = ["corpus_novelty", "novel_spans", "novelty_from_totals", "novelty_statistics"]
 
 
 def novelty_statistics(
@@ -51,3 +51,29 @@ def corpus_novelty(
     """The corpus novel-token share (percent) of ``outputs`` against ``sources``."""
     stats = novelty_statistics(sources, outputs, lowercase=lowercase, tokenizer=tokenizer)
     return float(novelty_from_totals(stats.sum(0)))
+
+
+def novel_spans(
+    source: str, output: str, *, lowercase: bool = True, tokenizer: str = "13a"
+) -> list[tuple[int, int]]:
+    """Character spans ``[start, end)`` of ``output`` whose token is novel against ``source``: the tokens
+    :func:`novelty_statistics` counts as novel, found back in the text (for the studio's highlighting).
+
+    Tokens are located left to right in the (lowercased) output; a token the tokenizer rewrote so that it is
+    no longer a substring of the text (an escaped entity) gets no span, though it still counts as novel. With
+    ``lowercase`` the text is searched lowercased, so offsets are only kept where lowercasing kept its length.
+    """
+    seen = set(normalize(source, lowercase=lowercase, tokenizer=tokenizer).split())
+    toks = normalize(output, lowercase=lowercase, tokenizer=tokenizer).split()
+    hay = output.lower() if lowercase else output
+    if len(hay) != len(output):  # a character whose lowercase is longer: offsets would drift
+        return []
+    spans, at = [], 0
+    for t in toks:
+        k = hay.find(t, at)
+        if k < 0:
+            continue
+        at = k + len(t)
+        if t not in seen:
+            spans.append((k, at))
+    return spans

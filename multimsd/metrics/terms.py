@@ -31,6 +31,9 @@ holds for most compounds (深部/静脈/血栓/症) but fails where context chan
 粗鬆/症 hides 骨粗鬆症; 上部/消化/管内/視/鏡 hides 内視鏡), so counts are a lower bound. ``tokenizer="chars"``
 matches Japanese over characters instead (like Chinese): robust to segmentation, at the risk of matching a
 short term inside an unrelated word.
+
+Why this module is long: one metric with its own tokenisation, trie matching (types and character spans), and
+readers for three dictionary formats; split up, each part would be used only by the others.
 """
 
 from __future__ import annotations
@@ -178,8 +181,38 @@ class TermDictionary:
 
     def find(self, text: str) -> list[str]:
         """Term types in ``text`` by greedy leftmost-longest match over tokens, in text order (with repeats)."""
+        return [t for _, _, t in self._match(tokenize_terms(text, self.lang, self.tokenizer))]
+
+    def find_spans(self, text: str) -> list[tuple[int, int, str]]:
+        """The terms :meth:`find` finds, as ``(start, end, type)`` character spans of ``text`` (for the studio's
+        highlighting). Tokens are located left to right in a per-character normalised copy of ``text``
+        (NFKC, ё → е for Russian, lowercase) that remembers each character's origin; a token that cannot be
+        located (normalisation across characters) ends the spans of that text rather than misplacing them."""
+        norm: list[str] = []
+        origin: list[int] = []
+        for i, ch in enumerate(text):
+            t = unicodedata.normalize("NFKC", ch)
+            if self.lang == "ru":
+                t = t.replace("ё", "е").replace("Ё", "Е")
+            for c in t.lower():
+                norm.append(c)
+                origin.append(i)
+        hay = "".join(norm)
         tokens = tokenize_terms(text, self.lang, self.tokenizer)
-        found: list[str] = []
+        starts, ends, at = [], [], 0
+        for tok in tokens:
+            k = hay.find(tok, at)
+            if k < 0:
+                tokens = tokens[: len(starts)]
+                break
+            starts.append(origin[k])
+            ends.append(origin[k + len(tok) - 1] + 1)
+            at = k + len(tok)
+        return [(starts[i], ends[j - 1], t) for i, j, t in self._match(tokens)]
+
+    def _match(self, tokens: list[str]) -> list[tuple[int, int, str]]:
+        """Greedy leftmost-longest matches over ``tokens``: ``(first token, end token, type)``."""
+        found: list[tuple[int, int, str]] = []
         i, n = 0, len(tokens)
         trie = self.trie
         while i < n:
@@ -196,7 +229,7 @@ class TermDictionary:
             if best_type is None:
                 i += 1
             else:
-                found.append(best_type)
+                found.append((i, best_end, best_type))
                 i = best_end
         return found
 

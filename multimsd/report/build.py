@@ -13,6 +13,7 @@ from multimsd.errors import MultimsdError
 from multimsd.fsutil import current_umask
 from multimsd.report.blocks import Section
 from multimsd.report.html import render_html
+from multimsd.report.human import human_section
 from multimsd.report.load import Run, load_run
 from multimsd.report.markdown import render_markdown
 from multimsd.report.scores import examples_section, score_section, terms_section
@@ -38,6 +39,7 @@ def build_sections(run: Run) -> list[Section]:
         score_section(run),
         seeds_section(run),
         terms_section(run),
+        human_section(run),
         examples_section(run),
         training_section(run),
         sweep_section(run),

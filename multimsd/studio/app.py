@@ -28,10 +28,13 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from multimsd.errors import MultimsdError
 from multimsd.studio.corpus import Article, Corpus
 from multimsd.studio.journal import Journal, item_from_json
+from multimsd.studio.scorers import candidates_view, others_view
+from multimsd.studio.scorers import info as scorers_info
 from multimsd.studio.theta import routes as theta_routes
 
 # The front end: every file the app serves, and nothing else.
 STATIC = {"index.html": "text/html", "studio.css": "text/css", "studio.js": "text/javascript"}
+STATIC["review.js"] = "text/javascript"
 STATIC["theta.js"] = "text/javascript"  # the θ view (multimsd.studio.theta)
 COOKIE = "multimsd_studio_token"
 
@@ -112,11 +115,11 @@ def article_view(corpus: Corpus, journal: Journal, art: Article) -> dict:
         "rejected": [{"complex": list(c), "simple": list(s)} for c, s in sorted(rejected)],
         "can_undo": bool(journal.state(art.lang, art.article_id).actions),
         "annotated": journal.state(art.lang, art.article_id).touched,
-    }
+    } | others_view(corpus, art, gold, rejected)
 
 
 def create_app(
-    corpus: Corpus, journal: Journal, token: str | None = None, check_host: bool = False
+    corpus: Corpus, journal: Journal, token: str | None = None, check_host: bool = False, review=None
 ) -> Starlette:
     """The Starlette app; with ``token`` every request must carry it, with ``check_host`` (the command sets it
     on loopback) its ``Host`` must be a loopback name."""
@@ -156,7 +159,9 @@ def create_app(
                 "gold_file": str(journal.gold_path),
                 "languages": langs,
                 "sentences_encoded": corpus.n_encoded,
+                "review": review.info() if review is not None else None,  # the outputs view (review.py)
             }
+            | scorers_info(corpus)
         )
 
     def articles(request: Request) -> JSONResponse:
@@ -200,8 +205,13 @@ def create_app(
         n = len(art.complex) if side == "complex" else len(art.simple) if side == "simple" else 0
         if not 0 <= idx < n:
             return JSONResponse({"error": "side is complex or simple, idx a sentence of it"}, 400)
-        ranked = corpus.candidates(art, side, idx, max(1, min(k, 1000)))
-        return JSONResponse({"side": side, "idx": idx, "candidates": ranked})
+        k = max(1, min(k, 1000))
+        try:  # per scorer, and their combination with scorers=a,b (multimsd.studio.scorers)
+            more = candidates_view(corpus, art, side, idx, k, request.query_params.get("scorers"))
+        except ValueError as e:
+            return JSONResponse({"error": str(e)}, 400)
+        ranked = corpus.candidates(art, side, idx, k)
+        return JSONResponse({"side": side, "idx": idx, "candidates": ranked} | more)
 
     async def action(request: Request) -> JSONResponse:
         if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
@@ -258,6 +268,10 @@ def create_app(
         Route("/api/action", action, methods=["POST"]),
     ]
     routes += theta_routes(corpus, journal)  # /api/theta, /api/agreement
+    if review is not None:
+        from multimsd.studio.review import routes as review_routes
+
+        routes += review_routes(review)
     app = Starlette(routes=routes)
     if token:
         app.add_middleware(TokenGate, token=token)

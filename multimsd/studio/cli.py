@@ -25,17 +25,22 @@ if TYPE_CHECKING:
 
 USAGE = """\
 usage: multimsd studio PATH [--host 127.0.0.1] [--port 8765] [--annotator NAME] [--gold FILE]
+                       [--aligner METHOD[:THETA] ...]
 
 A local web app over the alignments in PATH (a `multimsd run` directory or an align.py output directory):
 each article pair's sentences side by side with the aligner's alignments, ranked candidates from the cached
 embeddings, and gold alignments written as you go to STUDIO/gold-NAME.jsonl (the format of
 `align.py mode=gold gold.path=…`), every action journalled in STUDIO/journal-NAME.jsonl first. STUDIO is
 PATH/studio for a run directory, PATH-studio beside an align.py output (which a re-run replaces whole).
+A run directory with test predictions also gets the outputs view: every system's outputs per test row, rated
+1-5 (blind if you like) into STUDIO/ratings-NAME.jsonl, which the run's report summarises.
 
   --host H          address to listen on (default 127.0.0.1); any other needs the token printed in the URL
   --port N          port (default 8765; 0 picks a free one)
   --annotator NAME  whose journal and gold file (default: $USER, else "annotator"); letters, digits, - and _
   --gold FILE       a gold file to start from (read only; recorded in the journal on the first start)
+  --aligner M[:θ]   also show aligner M's alignments (symmetric, asymmetric, margin, nm, lexical; θ: its
+                    default), computed from the cached vectors; repeatable
 Errors in the input print one line and exit with status 2.
 """
 
@@ -57,6 +62,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--port", type=int, default=8765)
     p.add_argument("--annotator", default=None)
     p.add_argument("--gold", default=None)
+    p.add_argument("--aligner", action="append", default=[])
     args = p.parse_args(argv)
     if args.annotator is None:
         try:
@@ -101,10 +107,12 @@ def prepare(args: argparse.Namespace) -> tuple[Corpus, Journal, list[dict] | Non
     """Corpus and journal, every check done; nothing written yet. Returns (corpus, journal, base records)."""
     from multimsd.studio.corpus import Corpus, find_align_dir
     from multimsd.studio.journal import Journal, read_base_gold
+    from multimsd.studio.scorers import parse_aligners
 
     root = Path(args.path).expanduser().resolve()
     align_dir = find_align_dir(root)
     corpus = Corpus(align_dir)
+    corpus.others = parse_aligners(args.aligner, corpus.cfg)
     texts = {k: (a.complex, a.simple) for k, a in corpus.articles.items()}
     base = read_base_gold(Path(args.gold).expanduser(), texts) if args.gold else None
     # A run directory keeps the studio's files beside its stages (a re-run leaves them alone); an align.py
@@ -119,6 +127,18 @@ def prepare(args: argparse.Namespace) -> tuple[Corpus, Journal, list[dict] | Non
     return corpus, journal, base
 
 
+def prepare_review(args: argparse.Namespace):
+    """The outputs view's :class:`~multimsd.studio.review.Review` of a run directory with test predictions, else
+    None; every check done (references the same for every system, ratings journal readable), nothing written."""
+    from multimsd.studio.corpus import find_align_dir
+    from multimsd.studio.review import load_review
+
+    root = Path(args.path).expanduser().resolve()
+    if find_align_dir(root) == root:  # an align.py output: no system outputs
+        return None
+    return load_review(root, root / "studio", args.annotator)
+
+
 def main(argv: list[str]) -> None:
     """``multimsd studio …`` (``argv`` without the command name)."""
     if not argv or argv[0] in ("-h", "--help"):
@@ -130,15 +150,21 @@ def main(argv: list[str]) -> None:
     try:
         args = parse(argv)
         corpus, journal, base = prepare(args)
+        review = prepare_review(args)
         sock = bind(args.host, args.port)
     except MultimsdError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
-    serve(args, corpus, journal, base, sock)
+    serve(args, corpus, journal, base, sock, review)
 
 
 def serve(
-    args: argparse.Namespace, corpus: Corpus, journal: Journal, base: list[dict] | None, sock: socket.socket
+    args: argparse.Namespace,
+    corpus: Corpus,
+    journal: Journal,
+    base: list[dict] | None,
+    sock: socket.socket,
+    review=None,
 ) -> None:
     """Write the journal's start (the first write of all), print the URL, serve until Ctrl-C."""
     import uvicorn
@@ -147,6 +173,8 @@ def serve(
 
     token = None if is_loopback(args.host) else secrets.token_urlsafe(24)
     journal.start(base)  # the first write: every check has passed
+    if review is not None:
+        review.start()
     port = sock.getsockname()[1]
     shown = f"[{args.host}]" if ":" in args.host else args.host
     url = f"http://{shown}:{port}/" + (f"?token={token}" if token else "")
@@ -157,7 +185,9 @@ def serve(
         f"gold file {journal.gold_path} (Ctrl-C stops)",
         flush=True,
     )
-    app = create_app(corpus, journal, token, check_host=token is None)
+    if review is not None:
+        print(f"  outputs of {len(review.systems)} systems; ratings file {review.ratings_path}", flush=True)
+    app = create_app(corpus, journal, token, check_host=token is None, review=review)
     config = uvicorn.Config(app, log_level="warning", access_log=False)
     try:
         uvicorn.Server(config).run(sockets=[sock])

@@ -149,6 +149,7 @@ class Corpus:
         self._worker = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="studio-embed")
         self._embedder = None
         self._vectors: dict[Key, tuple[np.ndarray, np.ndarray]] = {}
+        self.others: list = []  # --aligner: multimsd.studio.scorers.OtherAligner, computed per article lazily
 
     # ------------------------------------------------------------------------------------------ reading
     @property
@@ -162,7 +163,8 @@ class Corpus:
     @property
     def n_encoded(self) -> int:
         """Sentences run through the encoder so far (0 on a run whose embeddings are all cached)."""
-        return 0 if self._embedder is None else self._embedder.n_encoded
+        own = 0 if self._embedder is None else self._embedder.n_encoded
+        return own + sum(o.n_encoded for o in self.others)  # + what --aligner nm embedded for its blocks
 
     # ------------------------------------------------------------------------------------------ vectors
     def _encode(self, art: Article) -> tuple[np.ndarray, np.ndarray]:

@@ -77,11 +77,13 @@ class ArticleState:
         return self.from_base or bool(self.actions)
 
 
-def read_journal(path: Path) -> tuple[list[dict], int]:
-    """The journal's records and the byte length of its complete lines.
+def read_lines(path: Path, check) -> tuple[list[dict], int]:
+    """The JSON-lines records of an append-only journal and the byte length of its complete lines.
 
-    A last line without its newline is an append that was killed half-way: its action was never acknowledged,
-    so it is dropped (the caller cuts it off before appending). Any other damage is an error.
+    A last line without its newline is an append that was killed half-way: it was never acknowledged, so it is
+    dropped (:func:`cut_torn_tail` cuts it off before the next append). Any other damage is an error, as is a
+    record ``check(record)`` refuses. Shared by the gold journal here and the ratings journal
+    (:mod:`multimsd.studio.review`).
     """
     if not path.is_file():
         return [], 0
@@ -93,10 +95,34 @@ def read_journal(path: Path) -> tuple[list[dict], int]:
             rec = json.loads(line)
         except ValueError:
             raise MultimsdError(f"{path}:{lineno}: not a JSON line (the journal is damaged)") from None
-        if not isinstance(rec, dict) or rec.get("action") not in (*ACTIONS, "base"):
+        if not isinstance(rec, dict) or not check(rec):
             raise MultimsdError(f"{path}:{lineno}: not a studio journal record")
         records.append(rec)
     return records, good
+
+
+def cut_torn_tail(path: Path, good_bytes: int) -> None:
+    """Cut a journal back to its complete lines (a torn last line, see :func:`read_lines`)."""
+    if path.is_file() and path.stat().st_size != good_bytes:
+        with open(path, "r+b") as f:
+            f.truncate(good_bytes)
+            os.fsync(f.fileno())
+
+
+def append_durable(path: Path, rec: dict) -> None:
+    """Append one record as a JSON line, flushed and fsync-ed (and a new file's name too) before returning."""
+    new = not path.exists()
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+        f.flush()
+        os.fsync(f.fileno())  # durable before the server answers
+    if new:
+        fsync_dir(path.parent)
+
+
+def read_journal(path: Path) -> tuple[list[dict], int]:
+    """The gold journal's records and the byte length of its complete lines (see :func:`read_lines`)."""
+    return read_lines(path, lambda rec: rec.get("action") in (*ACTIONS, "base"))
 
 
 class Journal:
@@ -163,10 +189,7 @@ class Journal:
     def start(self, base_records: list[dict] | None) -> None:
         """Before the first request: cut a torn last line, record ``--gold`` as the base, write the gold file."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        if self.path.is_file() and self.path.stat().st_size != self._good_bytes:
-            with open(self.path, "r+b") as f:
-                f.truncate(self._good_bytes)
-                os.fsync(f.fileno())
+        cut_torn_tail(self.path, self._good_bytes)
         if base_records and not self.has_base:
             self._append({"action": "base", "articles": base_records})
         self.write_gold()
@@ -175,13 +198,7 @@ class Journal:
         self.seq += 1
         rec = {"seq": self.seq, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **rec}
         rec["annotator"] = self.annotator
-        new = not self.path.exists()
-        with open(self.path, "a", encoding="utf-8") as f:
-            f.write(json.dumps(rec, ensure_ascii=False) + "\n")
-            f.flush()
-            os.fsync(f.fileno())  # durable before the server answers
-        if new:
-            fsync_dir(self.path.parent)
+        append_durable(self.path, rec)
         self.records.append(rec)
         self._apply(rec, str(self.path))
         return rec
@@ -255,4 +272,12 @@ def read_base_gold(path: Path, texts: dict[Key, tuple[list[str], list[str]]]) ->
     return out
 
 
-__all__ = ["Journal", "item_from_json", "item_to_json", "read_base_gold"]
+__all__ = [
+    "Journal",
+    "append_durable",
+    "cut_torn_tail",
+    "item_from_json",
+    "item_to_json",
+    "read_base_gold",
+    "read_lines",
+]

@@ -8,7 +8,9 @@ const S = {
   item: 0,                                  // cursor in the alignments list
   side: "complex", cur: { complex: 0, simple: 0 },
   sel: { complex: new Set(), simple: new Set() },
-  cands: null,                              // {side, idx, candidates: [{idx, cosine}]}
+  cands: null,                              // {side, idx, candidates, scorers: {name: [{idx, rank, score}]}, combined?}
+  hide: new Set(),                          // other aligners (--aligner) whose items the legend hides
+  combo: [],                                // the scorers the ranking follows; two or more: their combination
 };
 const $ = (id) => document.getElementById(id);
 
@@ -62,10 +64,79 @@ function showView(name) {
 }
 
 function items() {
-  // The run's alignments first (in document order), then gold items the aligner did not predict.
+  // The run's alignments first (in document order), then gold items the aligner did not predict, then the
+  // items of the other aligners (--aligner) the legend shows, each labelled with its aligner.
   const v = S.view;
   const out = v.predicted.map((p) => ({ ...p, kind: p.status }));
   for (const g of v.gold) if (!g.predicted) out.push({ ...g, kind: "gold-only", score: null });
+  for (const o of v.others || []) {
+    if (S.hide.has(o.aligner)) continue;
+    for (const it of o.items) out.push({ ...it, kind: it.status, aligner: o.aligner });
+  }
+  return out;
+}
+
+function runAligner() { return `${S.info.aligner.method}:${S.info.aligner.threshold}`; }
+
+function drawLegend() {
+  // One line per aligner: the run's (always shown: a/r/T act on it) and a toggle for each --aligner.
+  const v = S.view, box = $("legend");
+  box.replaceChildren();
+  box.hidden = !(v.others && v.others.length);
+  if (box.hidden) return;
+  const run = document.createElement("span");
+  run.className = "run";
+  run.textContent = `${runAligner()} (run) ${v.predicted.length}`;
+  box.append(run);
+  for (const o of v.others) {
+    const l = document.createElement("label");
+    const cb = document.createElement("input");
+    cb.type = "checkbox";
+    cb.checked = !S.hide.has(o.aligner);
+    cb.dataset.aligner = o.aligner;
+    cb.onchange = () => { if (cb.checked) S.hide.delete(o.aligner); else S.hide.add(o.aligner); draw(); };
+    l.append(cb, ` ${o.aligner} ${o.items.length}`);
+    box.append(l);
+  }
+}
+
+function scorerShort(name) { return name === "combined" ? "Σ" : name.slice(0, 3); }
+
+function drawScorers() {
+  // A button per scorer: a click ranks by that scorer, a shift-click adds it to (or takes it out of) the
+  // combination (mean rank of the chosen scorers); c cycles through them one at a time.
+  const bar = $("scorer-bar");
+  const names = (S.info && S.info.default_scorers) || [];
+  bar.replaceChildren();
+  for (const n of names) {
+    const b = document.createElement("button");
+    b.textContent = n;
+    b.dataset.scorer = n;
+    b.title = `${scorerShort(n)}: click ranks by ${n}; shift-click combines`;
+    b.classList.toggle("on", S.combo.includes(n));
+    b.onclick = (e) => {
+      if (e.shiftKey) {
+        if (S.combo.includes(n)) { if (S.combo.length > 1) S.combo = S.combo.filter((x) => x !== n); }
+        else S.combo = [...S.combo, n];
+      } else S.combo = [n];
+      candidates();
+    };
+    bar.append(b);
+  }
+}
+
+function rankColumns() {
+  // The columns shown next to each candidate: every scorer of the answer, then the combination if any.
+  if (!S.cands || !S.cands.scorers) return [];
+  const cols = Object.keys(S.cands.scorers);
+  if (S.cands.combined) cols.push("combined");
+  return cols;
+}
+
+function rankOf(name) {
+  const list = name === "combined" ? S.cands.combined.ranking : S.cands.scorers[name];
+  const out = {};
+  for (const c of list) out[c.idx] = c;
   return out;
 }
 
@@ -81,7 +152,20 @@ function draw() {
   for (const g of v.gold) { g.complex.forEach((k) => linked.complex.add(k)); g.simple.forEach((k) => linked.simple.add(k)); }
   const rank = {};
   if (S.cands) S.cands.candidates.forEach((c, r) => { rank[c.idx] = [r + 1, c.cosine]; });
+  const cols = rankColumns(), ranks = Object.fromEntries(cols.map((n) => [n, rankOf(n)]));
+  const leading = S.combo.length > 1 ? "combined" : S.combo[0];
   for (const side of ["complex", "simple"]) {
+    const head = $(side).querySelector(".rank-head");
+    head.replaceChildren();
+    if (S.cands && S.cands.side !== side) {
+      for (const n of cols) {
+        const h = document.createElement("span");
+        h.className = "rank" + (n === leading ? " lead" : "");
+        h.textContent = scorerShort(n);
+        h.title = n === "combined" ? `mean rank of ${S.cands.combined.scorers.join(", ")}` : n;
+        head.append(h);
+      }
+    }
     const ol = $(side).querySelector("ol");
     ol.replaceChildren();
     v[side].forEach((text, k) => {
@@ -92,7 +176,22 @@ function draw() {
       if (S.sel[side].has(k)) li.classList.add("selected");
       if (current && current[side].includes(k)) li.classList.add("current");
       if (S.side === side && S.cur[side] === k) li.classList.add("cursor");
-      if (S.cands && S.cands.side !== side && rank[k]) {
+      if (S.cands && S.cands.side !== side && cols.length) {
+        // One column per scorer (#rank, its score on hover), the leading one (or the combination) in bold.
+        const c = document.createElement("span");
+        c.className = "cand";
+        for (const n of cols) {
+          const r = ranks[n][k];
+          const cell = document.createElement("span");
+          cell.className = "rank" + (n === leading ? " lead" : "");
+          cell.dataset.scorer = n;
+          cell.textContent = r ? `#${r.rank}` : "";
+          if (r) cell.title = `${n}: ${n === "combined" ? "mean rank " : ""}${r.score}`;
+          c.append(cell);
+        }
+        if (ranks[leading] && ranks[leading][k] && ranks[leading][k].rank <= 3) li.classList.add("top");
+        li.prepend(c);
+      } else if (S.cands && S.cands.side !== side && rank[k]) {
         const c = document.createElement("span");
         c.className = "cand";
         c.textContent = `#${rank[k][0]} ${rank[k][1].toFixed(3)}`;
@@ -107,12 +206,15 @@ function draw() {
   its.forEach((it, k) => {
     const li = document.createElement("li");
     const score = it.score === null ? "gold" : it.score.toFixed(3);
-    li.textContent = `${label(it.complex)} ↔ ${label(it.simple)}  ${score}  ${it.kind}`;
-    li.className = it.kind + (k === S.item ? " cursor" : "");
+    li.textContent = `${label(it.complex)} ↔ ${label(it.simple)}  ${score}  ${it.kind}` + (it.aligner ? `  ${it.aligner}` : "");
+    li.className = it.kind + (it.aligner ? " other" : "") + (k === S.item ? " cursor" : "");
+    if (it.aligner) li.dataset.aligner = it.aligner;
     li.onclick = () => { S.item = k; draw(); };
     list.append(li);
   });
   $("undo").disabled = !v.can_undo;
+  drawLegend();
+  drawScorers();
   const cur = list.children[S.item];
   if (cur) cur.scrollIntoView({ block: "nearest" });
   const cs = $(S.side).querySelector("li.cursor");
@@ -164,7 +266,9 @@ function asItem(it) { return [it.complex, it.simple]; }
 async function candidates() {
   const side = S.side, idx = S.cur[side];
   try {
-    S.cands = await api("/api/candidates?" + q({ lang: S.lang, id: S.view.article_id, side, idx }));
+    const params = { lang: S.lang, id: S.view.article_id, side, idx };
+    if (S.combo.length > 1) params.scorers = S.combo.join(",");  // every scorer's column, and their combination
+    S.cands = await api("/api/candidates?" + q(params));
   } catch (e) { status(`no candidates: ${e.message}`); }
   draw();
 }
@@ -183,14 +287,13 @@ async function link() {
 
 document.addEventListener("keydown", (e) => {
   if (e.target.tagName === "INPUT" || e.target.tagName === "SELECT" || e.ctrlKey || e.metaKey || e.altKey) return;
+  const view = studio.views[studio.current];  // a view sees its keys first (a digit may be a rating there)
+  if (studio.current !== "align" && view.key && view.key(e)) { e.preventDefault(); return; }
   const nth = studio.order[Number(e.key) - 1];
   if (/^[1-9]$/.test(e.key) && nth && !$("views").querySelector(`[data-view="${nth}"]`).hidden) {
     showView(nth); e.preventDefault(); return;
   }
-  if (studio.current !== "align") {
-    if (studio.views[studio.current].key && studio.views[studio.current].key(e)) e.preventDefault();
-    return;
-  }
+  if (studio.current !== "align") return;
   const v = S.view;
   if (!v) return;
   const n = items().length;
@@ -205,6 +308,12 @@ document.addEventListener("keydown", (e) => {
   else if (k === "l") link();
   else if (k === "u") act("undo", {});
   else if (k === "T") act("accept_above", { theta: parseFloat($("theta").value) });
+  else if (k === "c") {
+    // one scorer at a time, the next one (shift-click on the scorer buttons combines several)
+    const names = S.info.default_scorers;
+    S.combo = [names[(names.indexOf(S.combo[0]) + 1) % names.length]];
+    candidates();
+  }
   else if (k === "ArrowDown" || k === "ArrowUp") {
     const len = v[S.side].length;
     S.cur[S.side] = Math.max(0, Math.min(len - 1, S.cur[S.side] + (k === "ArrowDown" ? 1 : -1)));
@@ -230,6 +339,7 @@ $("views").onclick = (e) => { if (e.target.dataset.view) showView(e.target.datas
 (async () => {
   S.info = await api("/api/info");
   $("theta").value = S.info.aligner.threshold;
+  S.combo = S.info.default_scorers ? [S.info.default_scorers[0]] : [];
   $("lang").replaceChildren(...S.info.languages.map((l) => new Option(`${l.lang} (${l.articles})`, l.lang)));
   for (const b of $("views").children) {
     const v = studio.views[b.dataset.view];
