@@ -226,7 +226,7 @@ def annotations(journal: Journal) -> dict:
     from multimsd.metrics.agreement import Annotation
 
     out = {}
-    for key, st in journal.states.items():
+    for key, st in list(journal.states.items()):  # another thread may add an article meanwhile
         if st.touched:
             gold, rejected = st.gold_and_rejected()
             out[key] = Annotation(set(gold), set(rejected))
