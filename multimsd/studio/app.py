@@ -30,10 +30,12 @@ from multimsd.studio.corpus import Article, Corpus
 from multimsd.studio.journal import Journal, item_from_json
 from multimsd.studio.scorers import candidates_view, others_view
 from multimsd.studio.scorers import info as scorers_info
+from multimsd.studio.theta import routes as theta_routes
 
 # The front end: every file the app serves, and nothing else.
 STATIC = {"index.html": "text/html", "studio.css": "text/css", "studio.js": "text/javascript"}
 STATIC["review.js"] = "text/javascript"
+STATIC["theta.js"] = "text/javascript"  # the θ view (multimsd.studio.theta)
 COOKIE = "multimsd_studio_token"
 
 
@@ -265,6 +267,7 @@ def create_app(
         Route("/api/candidates", candidates),
         Route("/api/action", action, methods=["POST"]),
     ]
+    routes += theta_routes(corpus, journal)  # /api/theta, /api/agreement
     if review is not None:
         from multimsd.studio.review import routes as review_routes
 
