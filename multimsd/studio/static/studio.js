@@ -238,9 +238,15 @@ async function loadLang(lang) {
   if (S.articles.length) await loadArticle(S.articles[0].article_id);
 }
 
+let loading = 0;  // the latest article asked for: an answer to an earlier request is dropped, not drawn
+
 async function loadArticle(id) {
+  const ticket = ++loading;
+  const view = await api("/api/article?" + q({ lang: S.lang, id }));
+  if (ticket !== loading) return;
+  // The picker changes with the drawing, never before: until then keys act on the article that is shown.
   $("article").value = id;
-  S.view = await api("/api/article?" + q({ lang: S.lang, id }));
+  S.view = view;
   S.item = 0; S.cands = null;
   S.sel = { complex: new Set(), simple: new Set() };
   S.cur = { complex: 0, simple: 0 };
@@ -251,12 +257,12 @@ async function act(action, extra) {
   const v = S.view;
   try {
     const r = await api("/api/action", { action, lang: v.lang, article_id: v.article_id, ...extra });
-    S.view = r.article;
     const a = S.articles.find((x) => x.article_id === v.article_id);
     if (a) a.annotated = r.article.annotated;  // an undo of the only action takes it back
     progress();
     status(`${action} saved (#${r.seq})`);
-    draw();
+    // Another article may have been opened while the action was on its way: redraw only the one it acted on.
+    if (S.view && S.view.lang === v.lang && S.view.article_id === v.article_id) { S.view = r.article; draw(); }
   } catch (e) { status(`not saved: ${e.message}`); }
 }
 
@@ -268,7 +274,9 @@ async function candidates() {
   try {
     const params = { lang: S.lang, id: S.view.article_id, side, idx };
     if (S.combo.length > 1) params.scorers = S.combo.join(",");  // every scorer's column, and their combination
-    S.cands = await api("/api/candidates?" + q(params));
+    const cands = await api("/api/candidates?" + q(params));
+    if (S.view.article_id !== params.id || S.lang !== params.lang) return;  // ranks of an article left meanwhile
+    S.cands = cands;
   } catch (e) { status(`no candidates: ${e.message}`); }
   draw();
 }
