@@ -7,10 +7,14 @@ labelled positions enter the loss. :func:`chunked_weighted_cross_entropy` gives 
 states ``[B, T, H]`` and the output projection (the ``lm_head`` weight ``[V, H]``, optional bias ``[V]``):
 
 1. only labelled positions are kept (after the causal shift), ``N`` rows of ``H``;
-2. their logits are computed ``chunk_size`` rows at a time, and each chunk's cross-entropy is wrapped in
-   ``torch.utils.checkpoint`` (``use_reentrant=False``), so its logits are freed as soon as its per-token losses
-   exist and are recomputed, one chunk at a time, in backward. At most one ``[chunk_size, V]`` block (with its
-   float32 copy and gradient) lives at any moment, whatever the batch;
+2. their logits are computed ``chunk_size`` rows at a time. When there is more than one chunk, each chunk's
+   cross-entropy is wrapped in ``torch.utils.checkpoint`` (``use_reentrant=False``), so its logits are freed as
+   soon as its per-token losses exist and are recomputed, one chunk at a time, in backward: at most one
+   ``[chunk_size, V]`` block (with its float32 copy and gradient) lives at any moment, whatever the batch. When
+   all labelled positions fit in one chunk (the usual micro-batch of this project's short sentences), the chunk
+   is kept for backward instead: recomputing it would add a fourth vocabulary-sized matrix product to the three a
+   step needs anyway (a quarter more of the output head's work, which for mBART-50's 250k vocabulary is a large
+   share of the step), to save memory that one chunk, bounded by ``chunk_size``, does not need saved;
 3. the per-token losses (label smoothing included) are weighted (θ for novel tokens), summed and divided by
    ``num_items`` exactly as in ``weighted_cross_entropy``.
 
@@ -76,6 +80,7 @@ def labelled_token_losses(
     label_smoothing: float = 0.0,
     ignore_index: int = -100,
     shift: bool = False,
+    target_index: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The cross-entropy of every labelled position, from hidden states, never holding all logits at once.
 
@@ -86,6 +91,10 @@ def labelled_token_losses(
             logits (``shift=True``: position ``t`` predicts ``labels[:, t + 1]``).
         bias: optional ``[V]`` (or ``[1, V]``) added to the logits (mBART's ``final_logits_bias``).
         chunk_size: labelled positions per chunk (> 0).
+        target_index: optional ``LongTensor[N]``, the flat row-major positions (``b * T + t``) of the labelled
+            positions after the shift, in order (:func:`multimsd.training.data.target_index`, made by the
+            collator on the host). With it the rows are picked by ``index_select``, which needs no host-device
+            synchronisation; without it by the boolean mask, whose size the host must wait for.
 
     Returns:
         ``(losses, where)``: float32 (float64 for float64 weights) ``[N]`` per-token losses of the ``N`` labelled positions in row-major order,
@@ -104,14 +113,21 @@ def labelled_token_losses(
     if shift:
         labels, _ = _shifted(labels, None, ignore_index)
     where = labels != ignore_index
-    rows, targets = hidden[where], labels[where]  # [N, H], [N]
+    if target_index is None:
+        rows, targets = hidden[where], labels[where]  # [N, H], [N]
+    else:
+        target_index = target_index.to(hidden.device)
+        rows = hidden.reshape(-1, hidden.shape[-1]).index_select(0, target_index)
+        targets = labels.reshape(-1).index_select(0, target_index)
     if bias is not None:
         bias = bias.reshape(-1)
     grads = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (hidden, weight, bias))
+    # One chunk: nothing to gain from recomputing it in backward (see the module docstring).
+    recompute = grads and rows.shape[0] > chunk_size
     pieces = []
     for s in range(0, rows.shape[0], chunk_size):
         args = (rows[s : s + chunk_size], weight, bias, targets[s : s + chunk_size], label_smoothing)
-        if grads:
+        if recompute:
             # Only the chunk's inputs are saved; its [C, V] logits are recomputed when backward reaches it.
             pieces.append(checkpoint(_chunk_cross_entropy, *args, use_reentrant=False))
         else:
@@ -138,6 +154,7 @@ def chunked_weighted_cross_entropy(
     label_smoothing: float = 0.0,
     ignore_index: int = -100,
     shift: bool = False,
+    target_index: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """``weighted_cross_entropy(F.linear(hidden, weight, bias), labels, novel_mask=novel, ...)`` without the logits.
 
@@ -168,12 +185,17 @@ def chunked_weighted_cross_entropy(
         label_smoothing=label_smoothing,
         ignore_index=ignore_index,
         shift=shift,
+        target_index=target_index,
     )
     if theta != 1:
         novel = novel.to(where.device).bool()
         if shift:
             _, novel = _shifted(labels.to(where.device), novel, ignore_index)
-        losses = losses * torch.where(novel[where], float(theta), 1.0)
+        if target_index is None:
+            novel = novel[where]
+        else:
+            novel = novel.reshape(-1).index_select(0, target_index.to(where.device))
+        losses = losses * torch.where(novel, float(theta), 1.0)
     total = losses.sum()
     if num_items is None:
         denom = where.sum().clamp(min=1)

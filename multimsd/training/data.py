@@ -204,8 +204,45 @@ def tokenize_dataset(tokenizer, rows: list[dict], kind: str, max_length: int, ca
     )
 
 
+def target_index(labels: list[list[int]], shift: bool, ignore_index: int = -100) -> torch.Tensor:
+    """The flat, row-major positions ``b * T + t`` of a padded ``[B, T]`` batch whose target is a label: ``t``
+    itself, or with ``shift`` (a decoder-only LM, where position ``t`` predicts ``labels[b][t + 1]``) ``t`` such
+    that ``labels[b][t + 1]`` is one.
+
+    Computed on the host while the batch is collated: the loss picks its rows with it
+    (:func:`multimsd.training.chunked_loss.labelled_token_losses`), where a boolean mask made on the device would
+    make the host wait for the forward to finish (a ``nonzero``) in every micro-batch, and its length is the
+    micro-batch's label count, known without asking the device."""
+    width = max((len(row) for row in labels), default=0)
+    k = 1 if shift else 0
+    return torch.tensor(
+        [
+            b * width + t - k
+            for b, row in enumerate(labels)
+            for t in range(k, len(row))
+            if row[t] != ignore_index
+        ],
+        dtype=torch.long,
+    )
+
+
+def with_target_index(batch: dict[str, torch.Tensor], labels: list[list[int]]) -> dict[str, torch.Tensor]:
+    """``batch`` with both :func:`target_index` layouts (``target_index`` and ``target_index_shifted``): the
+    collator does not know the model kind, and the loss takes the one its kind's shift asks for, so a collator
+    and a kind can never disagree about it."""
+    batch["target_index"] = target_index(labels, shift=False)
+    batch["target_index_shifted"] = target_index(labels, shift=True)
+    return batch
+
+
+def target_index_key(shift: bool) -> str:
+    """The batch key of the :func:`target_index` layout a kind with this ``shift_labels`` reads."""
+    return "target_index_shifted" if shift else "target_index"
+
+
 class Collator:
-    """Right-pads a batch: input_ids with the pad id, labels with -100, novel flags with 0."""
+    """Right-pads a batch: input_ids with the pad id, labels with -100, novel flags with 0; adds the positions
+    the loss reads (:func:`with_target_index`)."""
 
     def __init__(self, pad_id: int):
         self.pad_id = pad_id
@@ -217,12 +254,14 @@ class Collator:
         def pad(seq, length, value):
             return seq + [value] * (length - len(seq))
 
-        return {
+        labels = [pad(b["labels"], m, -100) for b in batch]
+        out = {
             "input_ids": torch.tensor([pad(b["input_ids"], n, self.pad_id) for b in batch]),
             "attention_mask": torch.tensor([pad([1] * len(b["input_ids"]), n, 0) for b in batch]),
-            "labels": torch.tensor([pad(b["labels"], m, -100) for b in batch]),
+            "labels": torch.tensor(labels),
             "novel": torch.tensor([pad(b["novel"], m, 0) for b in batch], dtype=torch.bool),
         }
+        return with_target_index(out, labels)
 
 
 class PackingCollator:
@@ -249,12 +288,13 @@ class PackingCollator:
             positions += range(n)
             labels += [-100, *b["labels"][1:]]
             novel += [0, *b["novel"][1:]]
-        return {
+        out = {
             "input_ids": torch.tensor([ids]),
             "position_ids": torch.tensor([positions]),
             "labels": torch.tensor([labels]),
             "novel": torch.tensor([novel], dtype=torch.bool),
         }
+        return with_target_index(out, [labels])
 
 
 class LengthGroupedSampler(torch.utils.data.Sampler):

@@ -24,6 +24,7 @@ import logging
 import torch
 
 from multimsd.training.chunked_loss import chunked_weighted_cross_entropy, labelled_token_losses
+from multimsd.training.data import target_index_key
 from multimsd.training.kinds.base import ModelKind
 from multimsd.training.output_head import OutputHead, matches_logits
 
@@ -40,9 +41,18 @@ def model_inputs(batch: dict) -> dict:
     return {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
 
 
-def input_tokens(batch: dict) -> int:
-    """Non-pad input tokens of a batch (a packed row has no padding, hence no mask)."""
-    return int(batch["attention_mask"].sum()) if "attention_mask" in batch else batch["input_ids"].numel()
+def input_tokens(batch: dict) -> torch.Tensor | int:
+    """Non-pad input tokens of a batch (a packed row has no padding, hence no mask): a tensor on the batch's
+    device, read by the caller once per step together with the loss, so counting costs no synchronisation."""
+    return batch["attention_mask"].sum() if "attention_mask" in batch else batch["input_ids"].numel()
+
+
+def label_count(kind: ModelKind, batch: dict) -> int:
+    """The label tokens the loss averages over, known on the host: the length of the collator's target index
+    (:func:`multimsd.training.data.target_index`; no device round trip), else the kind's count (which reads the
+    labels on the device)."""
+    index = batch.get(target_index_key(kind.shift_labels))
+    return index.numel() if index is not None else kind.label_tokens(batch)
 
 
 def chunked_head(cfg, kind: ModelKind, model, accelerator, probe: dict | None = None) -> OutputHead | None:
@@ -70,8 +80,9 @@ def chunked_head(cfg, kind: ModelKind, model, accelerator, probe: dict | None = 
     elif probe is not None and not matches_logits(
         model,
         head,
-        {**model_inputs(probe), **kind.forward_kw(probe, False)[0]},
+        {**model_inputs(probe), **kind.logits_forward_kw(model, probe, False)[0]},
         {**model_inputs(probe), **kind.hidden_forward_kw(model, probe)},
+        autocast=accelerator.autocast,
     ):
         why = "its hidden states projected by the output head do not give the model's logits"
     if why is not None:
@@ -110,7 +121,7 @@ class MicroBatchLoss:
 
     def __call__(self, model, batch: dict, *, step: int, micro_batch: int, num_items) -> torch.Tensor:
         if self.head is None:
-            kw, start = self.kind.forward_kw(batch, self.trim)
+            kw, start = self.kind.logits_forward_kw(self.unwrapped, batch, self.trim)
             outputs = model(**model_inputs(batch), **kw)
             return self.loss_fn(
                 outputs, batch, start, step=step, micro_batch=micro_batch, num_items=num_items
@@ -129,12 +140,13 @@ class MicroBatchLoss:
                 chunk_size=self.cfg.loss.chunk_size,
                 label_smoothing=self.cfg.loss.label_smoothing,
                 shift=self.kind.shift_labels,
+                target_index=batch.get(target_index_key(self.kind.shift_labels)),
             )
 
     def example_cross_entropy(self, model, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
         """Validation: per example, the summed plain cross-entropy (no θ, no smoothing) and its label count."""
         if self.head is None:
-            kw, start = self.kind.forward_kw(batch, self.trim)
+            kw, start = self.kind.logits_forward_kw(self.unwrapped, batch, self.trim)
             out = model(**model_inputs(batch), **kw)
             logits, labels = self.kind.align_logits(out.logits, batch["labels"][:, start:])
             ce = torch.nn.functional.cross_entropy(
@@ -145,6 +157,7 @@ class MicroBatchLoss:
             ).view(labels.shape)
             return ce.sum(1), (labels != -100).sum(1).float()
         hidden = self.hidden_states(model, batch)
+        index = batch.get(target_index_key(self.kind.shift_labels))
         with self.autocast():
             losses, where = labelled_token_losses(
                 hidden,
@@ -153,8 +166,9 @@ class MicroBatchLoss:
                 bias=self.head.bias,
                 chunk_size=self.cfg.loss.chunk_size,
                 shift=self.kind.shift_labels,
+                target_index=index,
             )
         # labelled positions come in row-major order: their row index says which example each loss belongs to
-        rows = where.nonzero(as_tuple=True)[0]
+        rows = where.nonzero(as_tuple=True)[0] if index is None else index.to(where.device) // where.shape[1]
         sums = torch.zeros(where.shape[0], device=losses.device).index_add_(0, rows, losses)
         return sums, where.sum(1).float()

@@ -18,6 +18,7 @@ Read top to bottom, :func:`run` is the whole stage (MultiMSD sections 4-5):
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
@@ -33,7 +34,6 @@ from multimsd import interrupts
 from multimsd.console import say
 from multimsd.errors import MultimsdError
 from multimsd.fsutil import check_writable_dir, write_text_atomic
-from multimsd.split import check_split_config
 from multimsd.training.checkpoint import (
     TrainState,
     last_checkpoint,
@@ -44,6 +44,7 @@ from multimsd.training.checkpoint import (
     save_checkpoint,
     write_manifest,
 )
+from multimsd.training.checks import check_config, check_resume_target, config_fingerprint
 from multimsd.training.config import TrainConfig
 from multimsd.training.data import (
     Collator,
@@ -55,7 +56,7 @@ from multimsd.training.data import (
     train_dataloader,
     write_jsonl,
 )
-from multimsd.training.forward import MicroBatchLoss, input_tokens
+from multimsd.training.forward import MicroBatchLoss, input_tokens, label_count
 from multimsd.training.kinds import MODEL_KINDS, ModelKind, get_kind
 from multimsd.training.modeling import load_model_and_tokenizer, model_path
 from multimsd.training.predict import generate, score_predictions, write_generation_info
@@ -82,45 +83,6 @@ def to_train_config(cfg: TrainConfig | DictConfig | dict) -> TrainConfig:
         return OmegaConf.to_object(OmegaConf.merge(base, user))
     except OmegaConfBaseException as e:  # a key outside the schema, a value of the wrong type
         raise MultimsdError(f"train config: {str(e).strip().splitlines()[0]}") from None
-
-
-def check_config(cfg: TrainConfig) -> None:
-    if cfg.mode not in ("train", "icl"):
-        raise MultimsdError(f"mode={cfg.mode!r}: choose train or icl")
-    if not (math.isfinite(cfg.loss.theta) and cfg.loss.theta > 0):
-        raise MultimsdError(
-            f"loss.theta={cfg.loss.theta}: must be > 0 (1 = plain cross-entropy; paper: 2, 4, 8)"
-        )
-    kind = get_kind(cfg.model.kind)  # an unknown kind: one error listing the registered ones
-    if cfg.optim.optimizer not in ("adamw", "sgd"):
-        raise MultimsdError(f"optim.optimizer={cfg.optim.optimizer!r}: choose adamw or sgd")
-    if cfg.optim.scheduler == "exponential" and not 0 < cfg.optim.gamma <= 1:
-        raise MultimsdError(f"optim.gamma={cfg.optim.gamma}: the decay per step must be in (0, 1]")
-    kind.check(cfg)  # the kind's own settings (the LSTM's sizes, mode=icl for chat models only, ...)
-    if cfg.eval.early_stopping_metric not in ("loss", "sari"):
-        raise MultimsdError(
-            f"eval.early_stopping_metric={cfg.eval.early_stopping_metric!r}: choose loss or sari"
-        )
-    if cfg.eval.early_stopping_metric == "sari" and not cfg.eval.generate:
-        raise MultimsdError(
-            "eval.early_stopping_metric=sari needs eval.generate=true (SARI of generated outputs)"
-        )
-    if cfg.eval.generate_max_rows is not None and cfg.eval.generate_max_rows < 1:
-        raise MultimsdError("eval.generate_max_rows must be >= 1, or null for every validation row")
-    if cfg.optim.batch_size < 1 or cfg.optim.grad_accum < 1:
-        raise MultimsdError("optim.batch_size and optim.grad_accum must be >= 1")
-    if cfg.loss.chunk_size < 1:
-        raise MultimsdError(f"loss.chunk_size={cfg.loss.chunk_size}: tokens per chunk, must be >= 1")
-    if cfg.hub.push and not cfg.hub.repo_id:
-        raise MultimsdError("hub.push=true needs hub.repo_id=<user>/<name>")
-    check_split_config(cfg.data.split, "data.split")
-    check_split_config(cfg.data.sample_split, "data.sample_split")
-
-
-def config_fingerprint(cfg: TrainConfig) -> dict:
-    """What a checkpoint must agree on to be resumed: the model, data and optimisation (not eval knobs)."""
-    c = OmegaConf.to_container(OmegaConf.structured(cfg))
-    return {k: c[k] for k in ("model", "data", "loss", "optim", "seed")}
 
 
 # ---------------------------------------------------------------------------------------------- evaluation
@@ -198,7 +160,7 @@ def _run(cfg: TrainConfig, progress: Progress) -> dict:
     )
     set_seed(cfg.seed)
     fingerprint = config_fingerprint(cfg)
-    _check_resume_target(out, fingerprint, cfg)
+    check_resume_target(out, fingerprint, cfg)
     model, tokenizer = load_model_and_tokenizer(cfg.model, rows["train"], cfg.data.paraphrase)
     if cfg.mode == "icl":
         return run_icl(cfg, model, tokenizer, rows, val_rows, test_rows, accelerator, out)
@@ -303,20 +265,33 @@ def _run(cfg: TrainConfig, progress: Progress) -> dict:
         )
         it = iter(dl)
         while True:
-            # One optimizer step = grad_accum micro-batches; count their label tokens over all processes
-            # first, so every micro-batch loss is normalised by the same global number.
-            t0 = time.perf_counter()
+            # One optimizer step = grad_accum micro-batches, fetched first (collated, on the device).
+            t_fetch = time.perf_counter()
             window = list(islice(it, cfg.optim.grad_accum))
             if not window:
                 break
-            n_local = sum(kind.label_tokens(b) for b in window)
-            n_global = (
-                accelerator.gather(torch.tensor([n_local], device=accelerator.device)).sum().clamp(min=1)
-            )
+            # The step's clock starts with its batches in hand, as a benchmark times the 🤗 Trainer's steps.
+            t0 = time.perf_counter()
+            # Count the label tokens over all processes first, so every micro-batch loss is normalised by the
+            # same global number. The collator's target_index gives the count on the host: nothing inside the
+            # step waits for the device until its loss is read at the end.
+            n_local = sum(label_count(kind, b) for b in window)
+            if accelerator.num_processes > 1:
+                n_global = (
+                    accelerator.gather(torch.tensor([n_local], device=accelerator.device)).sum().clamp(min=1)
+                )
+            else:
+                n_global = max(n_local, 1)
             step_loss = torch.zeros((), device=accelerator.device)
-            tokens = 0  # this process's non-pad input + label tokens of the step (throughput, benchmarks)
+            # this process's non-pad input + label tokens of the step (throughput, benchmarks), on the device
+            tokens = torch.zeros((), dtype=torch.long, device=accelerator.device)
             for micro, batch in enumerate(window):
-                with accelerator.accumulate(model):
+                # The window is the optimizer step: gradients sync (DDP) and the optimizer steps at its last
+                # micro-batch, and only there. (accelerator.accumulate() syncs at every micro-batch once the
+                # epoch's last batch has been fetched, which a fetched-ahead window always has at an epoch's end:
+                # it stepped grad_accum times on partial gradients there.)
+                accelerator.sync_gradients = micro == len(window) - 1
+                with contextlib.nullcontext() if accelerator.sync_gradients else accelerator.no_sync(model):
                     loss = losses(model, batch, step=state.step, micro_batch=micro, num_items=n_global)
                     accelerator.backward(loss * scale)
                     if accelerator.sync_gradients and cfg.optim.max_grad_norm:
@@ -326,11 +301,14 @@ def _run(cfg: TrainConfig, progress: Progress) -> dict:
                     optimizer.zero_grad()
                 step_loss += loss.detach()
                 state.batches_in_epoch += 1
-                tokens += input_tokens(batch) + int(batch["labels"].ne(-100).sum())
+                tokens += input_tokens(batch) + label_count(kind, batch)
+            # One read of the device per step (loss and token count together): it waits for the step's last
+            # kernel, so the step's time is its compute and not just its kernel launches.
+            loss_sum = accelerator.reduce(step_loss, reduction="sum")
+            loss_value, tokens = torch.stack([loss_sum.double(), tokens.double()]).tolist()
+            tokens = int(tokens)
             state.train_tokens += tokens
             state.step += 1
-            # float() waits for the device, so the step's time is its compute and not just its kernel launches
-            loss_value = float(accelerator.reduce(step_loss, reduction="sum"))
             seconds = time.perf_counter() - t0
             state.train_seconds += seconds
             state.history.append(
@@ -339,6 +317,7 @@ def _run(cfg: TrainConfig, progress: Progress) -> dict:
                     "epoch": state.epoch,
                     "loss": loss_value,
                     "seconds": seconds,
+                    "data_seconds": t0 - t_fetch,
                     "tokens": tokens,
                 }
             )
@@ -459,23 +438,6 @@ def write_predictions(
     if accelerator.is_main_process:
         out.mkdir(parents=True, exist_ok=True)
         write_text_atomic(out / "all_results.json", json.dumps(results, indent=2, ensure_ascii=False) + "\n")
-
-
-def _check_resume_target(out: Path, fingerprint: dict, cfg: TrainConfig) -> None:
-    """A checkpoint directory written by a *different* configuration is never resumed or overwritten."""
-    if cfg.mode == "train" and not cfg.resume and last_checkpoint(out) is not None:
-        raise MultimsdError(
-            f"{out} already holds checkpoints; pass resume=true to continue, or another output.dir"
-        )
-    saved = out / "train_config.json"
-    if cfg.mode == "train" and cfg.resume and saved.exists():
-        old = json.loads(saved.read_text(encoding="utf-8"))
-        if old != json.loads(json.dumps(fingerprint)):
-            diff = sorted(k for k in fingerprint if old.get(k) != json.loads(json.dumps(fingerprint[k])))
-            raise MultimsdError(
-                f"{out} holds checkpoints of a different configuration (differs in: {', '.join(diff)}); "
-                f"choose another output.dir or pass resume=false with a fresh output.dir"
-            )
 
 
 def cap_per_language(rows: list[dict], n: int | None) -> list[dict]:

@@ -26,7 +26,7 @@ numerically, which also catches a model family that transforms its logits in a w
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import torch
@@ -107,9 +107,21 @@ def find_output_head(model: nn.Module) -> OutputHead | None:
 
 
 @torch.no_grad()
-def matches_logits(model: nn.Module, head: OutputHead, logits_kw: dict, hidden_kw: dict) -> bool:
+def matches_logits(
+    model: nn.Module,
+    head: OutputHead,
+    logits_kw: dict,
+    hidden_kw: dict,
+    autocast: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext,
+) -> bool:
     """Whether ``model(**hidden_kw)`` under :meth:`OutputHead.returning_hidden`, projected, gives the logits of
     ``model(**logits_kw)`` (one forward each, in eval mode so dropout draws nothing; train mode restored).
+
+    ``autocast`` is the context the training step projects the hidden states in (``accelerator.autocast``): under
+    mixed precision the model's own ``lm_head`` runs in autocast's dtype, and so does the chunked loss's
+    projection, so the check projects there too and allows a few units in the last place of *that* dtype. (A
+    float32 projection compared with bf16 logits at a float32 tolerance always failed, which sent every mixed
+    precision run to the full-logits path.)
 
     A model that fails under the replaced head, or post-processes its logits, answers False."""
     was_training = model.training
@@ -119,15 +131,21 @@ def matches_logits(model: nn.Module, head: OutputHead, logits_kw: dict, hidden_k
         with head.returning_hidden():
             hidden = model(**hidden_kw).logits
         bias = head.bias
-        got = torch.nn.functional.linear(
-            hidden.to(head.weight.dtype), head.weight, None if bias is None else bias.to(head.weight.dtype)
-        ).float()
+        with autocast():
+            projected = torch.nn.functional.linear(
+                hidden.to(head.weight.dtype),
+                head.weight,
+                None if bias is None else bias.to(head.weight.dtype),
+            )
+        got = projected.float()
     except Exception:  # noqa: BLE001 - any failure means: keep the logits path
         return False
     finally:
         model.train(was_training)
     if got.shape != expected.shape:
         return False
-    # A few units in the last place of the weights' dtype (bf16: the bias is added after rounding in one path).
-    tol = 8 * torch.finfo(head.weight.dtype).eps * max(float(expected.abs().max()), 1.0)
+    # A few units in the last place of the dtype the product ran in (bf16 weights, or autocast's bf16 / fp16):
+    # the bias is added after rounding in one path and inside the product in the other.
+    dtype = projected.dtype if projected.dtype.is_floating_point else head.weight.dtype
+    tol = 8 * torch.finfo(dtype).eps * max(float(expected.abs().max()), 1.0)
     return bool((got - expected).abs().max() <= tol)

@@ -121,6 +121,13 @@ class ModelKind:
         whose logits the loss needs. Encoder-decoders build their decoder inputs from the labels."""
         return {"labels": batch["labels"]}, 0
 
+    def logits_forward_kw(self, model, batch: dict, trim: bool) -> tuple[dict, int]:
+        """What the logits path (``loss.chunked=false``, or a model the chunked loss cannot serve) passes besides
+        the token inputs, and the first position the loss needs; ``model`` is the unwrapped model. By default
+        :meth:`forward_kw`; a kind whose model would compute a loss of its own from ``labels`` (a vocabulary-wide
+        cross-entropy that the step then throws away) passes the decoder inputs instead (seq2seq)."""
+        return self.forward_kw(batch, trim)
+
     def output_head(self, model):
         """The model's output projection (a :class:`multimsd.training.output_head.OutputHead`) for the chunked
         loss (``loss.chunked``), or None: this kind's model makes its logits in another way (the default)."""

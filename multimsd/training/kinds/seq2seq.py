@@ -45,6 +45,12 @@ class Seq2SeqKind(TransformerKind):
 
         return AutoPeftModelForSeq2SeqLM
 
+    def logits_forward_kw(self, model, batch: dict, trim: bool) -> tuple[dict, int]:
+        # Given labels, mBART computes its own cross-entropy over all [tokens, 250k] logits, which the weighted
+        # loss would then compute again: the decoder inputs it would build from them instead (and no KV cache,
+        # which it turns off itself only when given labels), so a step makes one vocabulary-wide pass, not two.
+        return {"use_cache": False, **self.hidden_forward_kw(model, batch)}, 0
+
     def encode(self, tokenizer, row: dict, max_length: int) -> Tokenized:
         """``[lang] X </s>`` -> ``[lang] Y </s>`` with the example's own language code on both sides."""
         code = MBART50_LANG_CODES[row["lang"]]

@@ -1,0 +1,73 @@
+"""What the training stage checks before it spends time: the settings (:func:`check_config`), and that an
+output directory's checkpoints were written by this configuration before they are resumed
+(:func:`check_resume_target`, on :func:`config_fingerprint`)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+from multimsd.errors import MultimsdError
+from multimsd.split import check_split_config
+from multimsd.training.checkpoint import last_checkpoint
+from multimsd.training.config import TrainConfig
+from multimsd.training.kinds import get_kind
+
+
+def check_config(cfg: TrainConfig) -> None:
+    if cfg.mode not in ("train", "icl"):
+        raise MultimsdError(f"mode={cfg.mode!r}: choose train or icl")
+    if not (math.isfinite(cfg.loss.theta) and cfg.loss.theta > 0):
+        raise MultimsdError(
+            f"loss.theta={cfg.loss.theta}: must be > 0 (1 = plain cross-entropy; paper: 2, 4, 8)"
+        )
+    kind = get_kind(cfg.model.kind)  # an unknown kind: one error listing the registered ones
+    if cfg.optim.optimizer not in ("adamw", "sgd"):
+        raise MultimsdError(f"optim.optimizer={cfg.optim.optimizer!r}: choose adamw or sgd")
+    if cfg.optim.scheduler == "exponential" and not 0 < cfg.optim.gamma <= 1:
+        raise MultimsdError(f"optim.gamma={cfg.optim.gamma}: the decay per step must be in (0, 1]")
+    kind.check(cfg)  # the kind's own settings (the LSTM's sizes, mode=icl for chat models only, ...)
+    if cfg.eval.early_stopping_metric not in ("loss", "sari"):
+        raise MultimsdError(
+            f"eval.early_stopping_metric={cfg.eval.early_stopping_metric!r}: choose loss or sari"
+        )
+    if cfg.eval.early_stopping_metric == "sari" and not cfg.eval.generate:
+        raise MultimsdError(
+            "eval.early_stopping_metric=sari needs eval.generate=true (SARI of generated outputs)"
+        )
+    if cfg.eval.generate_max_rows is not None and cfg.eval.generate_max_rows < 1:
+        raise MultimsdError("eval.generate_max_rows must be >= 1, or null for every validation row")
+    if cfg.optim.batch_size < 1 or cfg.optim.grad_accum < 1:
+        raise MultimsdError("optim.batch_size and optim.grad_accum must be >= 1")
+    if cfg.loss.chunk_size < 1:
+        raise MultimsdError(f"loss.chunk_size={cfg.loss.chunk_size}: tokens per chunk, must be >= 1")
+    if cfg.hub.push and not cfg.hub.repo_id:
+        raise MultimsdError("hub.push=true needs hub.repo_id=<user>/<name>")
+    check_split_config(cfg.data.split, "data.split")
+    check_split_config(cfg.data.sample_split, "data.sample_split")
+
+
+def config_fingerprint(cfg: TrainConfig) -> dict:
+    """What a checkpoint must agree on to be resumed: the model, data and optimisation (not eval knobs)."""
+    c = OmegaConf.to_container(OmegaConf.structured(cfg))
+    return {k: c[k] for k in ("model", "data", "loss", "optim", "seed")}
+
+
+def check_resume_target(out: Path, fingerprint: dict, cfg: TrainConfig) -> None:
+    """A checkpoint directory written by a *different* configuration is never resumed or overwritten."""
+    if cfg.mode == "train" and not cfg.resume and last_checkpoint(out) is not None:
+        raise MultimsdError(
+            f"{out} already holds checkpoints; pass resume=true to continue, or another output.dir"
+        )
+    saved = out / "train_config.json"
+    if cfg.mode == "train" and cfg.resume and saved.exists():
+        old = json.loads(saved.read_text(encoding="utf-8"))
+        if old != json.loads(json.dumps(fingerprint)):
+            diff = sorted(k for k in fingerprint if old.get(k) != json.loads(json.dumps(fingerprint[k])))
+            raise MultimsdError(
+                f"{out} holds checkpoints of a different configuration (differs in: {', '.join(diff)}); "
+                f"choose another output.dir or pass resume=false with a fresh output.dir"
+            )
