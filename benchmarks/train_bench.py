@@ -95,7 +95,8 @@ def hf_trainer(model: str, examples: int, batch: int, work: Path) -> dict:
 
     def collator(features):
         b = collate(features)
-        b.pop("novel")
+        for k in ("novel", "target_index", "target_index_shifted"):  # our loss's, not the model's inputs
+            b.pop(k)
         return b
 
     args = TrainingArguments(
