@@ -34,6 +34,7 @@ from multimsd.console import say
 from multimsd.errors import MultimsdError
 from multimsd.fsutil import check_writable_dir, write_text_atomic
 from multimsd.split import check_split_config
+from multimsd.training.attention import check_attention
 from multimsd.training.checkpoint import (
     TrainState,
     last_checkpoint,
@@ -217,7 +218,8 @@ def _run(cfg: TrainConfig, progress: Progress) -> dict:
         raise MultimsdError("no training example fits data.max_length")
     collate = Collator(tokenizer.pad_token_id)
     cols = ["input_ids", "labels", "novel"]
-    packing = cfg.data.packing and kind.supports_packing  # the same examples per micro-batch, in one row
+    # the same examples per micro-batch, in one row; on a GPU only through an attention without a dense mask
+    packing = check_attention(cfg, kind, model, accelerator.device.type)
     if cfg.data.packing and not packing:
         log.warning("data.packing: model.kind=%s takes padded batches; packing is off", kind.name)
     collate_train = PackingCollator() if packing else collate
