@@ -75,7 +75,9 @@ def why_not_fused(model_type: str | None, *, cuda: bool, liger: bool) -> str | N
     if not liger:
         return 'liger-kernel is not installed (pip install "multimsd[gpu]")'
     if model_type not in LIGER_MODEL_TYPES:
-        return f"model type {model_type!r} has no liger RMSNorm + SwiGLU + RoPE (Llama, Mistral, Qwen2, ... do)"
+        return (
+            f"model type {model_type!r} has no liger RMSNorm + SwiGLU + RoPE (Llama, Mistral, Qwen2, ... do)"
+        )
     return None
 
 
@@ -112,7 +114,9 @@ def apply_fused_kernels(model, setting, cuda: bool | None = None) -> list[str]:
             apply = MODEL_TYPE_TO_APPLY_LIGER_FN.get(model_type)
             kwargs = liger_kwargs(inspect.signature(apply).parameters) if apply else None
             if kwargs is None:
-                why = f"this liger-kernel has no function for model type {model_type!r} that keeps its loss out"
+                why = (
+                    f"this liger-kernel has no function for model type {model_type!r} that keeps its loss out"
+                )
     if why is not None:
         if mode == "true":
             raise MultimsdError(f"model.fused_kernels=true: cannot apply ({why}); use auto or false")
