@@ -247,3 +247,23 @@ def test_decoding_runs_sdpa_for_a_flex_attention_model():
     assert torch.equal(out, want)
     with decoding_attention(ref):  # anything else decodes as it is
         assert ref.get_base_model().config._attn_implementation == "sdpa"
+
+
+def test_a_flex_attention_model_decodes_through_the_training_stages_generate():
+    """predict.generate (validation, test, mode=icl) decodes a flex_attention model with sdpa: on this CPU the
+    flex decoding kernel does not even compile; the outputs are the sdpa model's."""
+    from accelerate import Accelerator
+
+    from multimsd.training.predict import generate
+
+    rows = [
+        {"complex": "The patient presented with acute hypertension.", "simple": "x", "lang": "en"},
+        {"complex": "Take one tablet daily.", "simple": "y", "lang": "en"},
+    ]
+    outputs = {}
+    for attn in ("flex_attention", None):
+        cfg = _cfg(attn, eval={"max_new_tokens": 4})
+        model, tokenizer = _model(attn)
+        outputs[attn] = [str(p) for p in generate(cfg, model, tokenizer, rows, Accelerator(cpu=True))]
+        assert model.get_base_model().config._attn_implementation == (attn or "sdpa")  # restored
+    assert outputs["flex_attention"] == outputs[None] and len(outputs[None]) == 2
