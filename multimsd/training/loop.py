@@ -218,8 +218,7 @@ def _run(cfg: TrainConfig, progress: Progress) -> dict:
         raise MultimsdError("no training example fits data.max_length")
     collate = Collator(tokenizer.pad_token_id)
     cols = ["input_ids", "labels", "novel"]
-    # the same examples per micro-batch, in one row; on a GPU only through an attention without a dense mask
-    packing = check_attention(cfg, kind, model, accelerator.device.type)
+    packing = check_attention(cfg, kind, model, accelerator.device.type)  # GPU: no dense-mask attention
     if cfg.data.packing and not packing:
         log.warning("data.packing: model.kind=%s takes padded batches; packing is off", kind.name)
     collate_train = PackingCollator() if packing else collate
