@@ -34,6 +34,7 @@ from multimsd import interrupts
 from multimsd.console import say
 from multimsd.errors import MultimsdError
 from multimsd.fsutil import check_writable_dir, write_text_atomic
+from multimsd.training.attention import check_attention
 from multimsd.training.checkpoint import (
     TrainState,
     last_checkpoint,
@@ -179,7 +180,7 @@ def _run(cfg: TrainConfig, progress: Progress) -> dict:
         raise MultimsdError("no training example fits data.max_length")
     collate = Collator(tokenizer.pad_token_id)
     cols = ["input_ids", "labels", "novel"]
-    packing = cfg.data.packing and kind.supports_packing  # the same examples per micro-batch, in one row
+    packing = check_attention(cfg, kind, model, accelerator.device.type)  # GPU: no dense-mask attention
     if cfg.data.packing and not packing:
         log.warning("data.packing: model.kind=%s takes padded batches; packing is off", kind.name)
     collate_train = PackingCollator() if packing else collate

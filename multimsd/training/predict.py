@@ -13,6 +13,7 @@ from pathlib import Path
 
 import torch
 
+from multimsd.training.attention import decoding_attention
 from multimsd.training.decode import merged_lora
 from multimsd.training.kinds import get_kind
 from multimsd.training.prompts import sample_shots
@@ -39,7 +40,7 @@ def generate(cfg, model, tokenizer, rows: list[dict], accelerator, shot_pool=Non
     indexed = list(enumerate(rows))
     with accelerator.split_between_processes(indexed) as part:
         local_rows = [r for _, r in part]
-        with torch.no_grad(), merged_lora(model, cfg.eval.merge_lora):
+        with torch.no_grad(), merged_lora(model, cfg.eval.merge_lora), decoding_attention(model):
             preds = kind.generate(cfg, model, tokenizer, local_rows, _shots_by_lang(cfg, shot_pool))
         local = [(k, p) for (k, _), p in zip(part, preds)]
     gathered = dict(gather_object(local)) if accelerator.num_processes > 1 else dict(local)

@@ -1,4 +1,9 @@
-"""What the pretrained 🤗 transformers kinds (causal, seq2seq) share: loading with optional LoRA, reloading."""
+"""What the pretrained 🤗 transformers kinds (causal, seq2seq) share: loading with optional LoRA, reloading.
+
+Loading also picks the model's attention (``model.attn_implementation``, :mod:`multimsd.training.attention`)
+and applies liger-kernel's fused kernels where asked and possible (``model.fused_kernels``,
+:mod:`multimsd.training.kernels`), before LoRA wraps the model.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from multimsd.errors import MultimsdError
+from multimsd.training.attention import check_attn_implementation
 from multimsd.training.config import ModelSettings
+from multimsd.training.kernels import apply_fused_kernels, fused_kernels_mode
 from multimsd.training.kinds.base import ModelKind, torch_dtype
 
 log = logging.getLogger(__name__)
@@ -36,6 +43,14 @@ class TransformerModelSettings(ModelSettings):
     gradient_checkpointing: bool = (
         False  # recompute activations in the backward pass (less memory, ~30 % slower)
     )
+    # The attention the model runs: sdpa | eager | flex_attention | flash_attention_2 (the flash-attn package)
+    # | null (transformers' default, sdpa). data.packing on a GPU needs flex_attention or flash_attention_2:
+    # sdpa and eager build a dense mask over each packed row (multimsd.training.attention).
+    attn_implementation: str | None = None
+    # liger-kernel's fused RMSNorm, SwiGLU and RoPE (the gpu extra; never its loss): auto = where a CUDA device,
+    # the package and a supported model type (Llama, Mistral, Qwen2, ...) are there, one log line saying what
+    # or why not | true = an error where they cannot apply | false (multimsd.training.kernels).
+    fused_kernels: str = "auto"
 
 
 RANDOM_INIT_MARKER = "random_init.json"
@@ -47,8 +62,11 @@ def is_random_init(path: str | Path) -> bool:
     return (Path(path) / RANDOM_INIT_MARKER).is_file()
 
 
-def build_random(auto_class, path: str | Path, dtype, dropout: float | None = None):
-    """A model of ``auto_class`` from the configuration at ``path``, random weights, on this process's device."""
+def build_random(
+    auto_class, path: str | Path, dtype, dropout: float | None = None, attn_implementation: str | None = None
+):
+    """A model of ``auto_class`` from the configuration at ``path``, random weights, on this process's device,
+    running ``attn_implementation`` (None: transformers' default)."""
     import torch
     from accelerate import PartialState
     from transformers import AutoConfig
@@ -58,7 +76,7 @@ def build_random(auto_class, path: str | Path, dtype, dropout: float | None = No
         config.dropout = dropout
     # Built where it will run: initialising 8B parameters on the CPU takes minutes, on a GPU a second.
     with torch.device(PartialState().device):
-        return auto_class.from_config(config, dtype=dtype)
+        return auto_class.from_config(config, dtype=dtype, attn_implementation=attn_implementation)
 
 
 class TransformerKind(ModelKind):
@@ -74,6 +92,12 @@ class TransformerKind(ModelKind):
         """The ``peft.TaskType`` of this kind's LoRA adapter."""
         raise NotImplementedError
 
+    def check(self, cfg) -> None:
+        super().check(cfg)
+        ms = self.settings(cfg.model)
+        check_attn_implementation(ms.attn_implementation)
+        fused_kernels_mode(ms.fused_kernels)
+
     def check_tokenizer(self, ms, tokenizer) -> None:
         """Raise a MultimsdError when the loaded tokenizer cannot serve this kind."""
 
@@ -88,10 +112,12 @@ class TransformerKind(ModelKind):
         from multimsd.io import hub_reachable, model_unavailable
 
         ms = self.settings(ms)
+        check_attn_implementation(ms.attn_implementation)  # before minutes of loading
+        fused_kernels_mode(ms.fused_kernels)
         # A Hub id that is not cached cannot be had offline: one line now, not minutes of download retries.
         if problem := model_unavailable(path, "model=smollm2_lora (built locally, offline)"):
             raise MultimsdError(f"cannot load model {ms.pretrained!r}: {problem}")
-        kwargs = {"dtype": torch_dtype(ms.dtype)}
+        kwargs = {"dtype": torch_dtype(ms.dtype), "attn_implementation": ms.attn_implementation}
         if ms.dropout is not None:
             kwargs["dropout"] = ms.dropout
         # A cached Hub id on a machine without the Hub: read from the cache without asking the Hub first.
@@ -100,7 +126,9 @@ class TransformerKind(ModelKind):
         try:
             tokenizer = AutoTokenizer.from_pretrained(path, **local)
             if is_random_init(path):  # random:<architecture>: built from its configuration (benchmarks)
-                model = build_random(self.auto_class(), path, kwargs["dtype"], ms.dropout)
+                model = build_random(
+                    self.auto_class(), path, kwargs["dtype"], ms.dropout, ms.attn_implementation
+                )
             else:
                 model = self.auto_class().from_pretrained(path, **kwargs, **local)
         except OSError:
@@ -115,6 +143,8 @@ class TransformerKind(ModelKind):
             # Llama 3 ships without a pad token; padded positions are masked (attention) and ignored (labels).
             tokenizer.pad_token = tokenizer.eos_token
         self.check_tokenizer(ms, tokenizer)
+        # Before LoRA: liger patches the base model's own modules, which LoRA then wraps as they are.
+        apply_fused_kernels(model, ms.fused_kernels)
         if ms.gradient_checkpointing:
             model.gradient_checkpointing_enable()
         if ms.lora.enabled:
