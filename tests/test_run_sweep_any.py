@@ -130,6 +130,13 @@ def test_clashing_names_are_one_error_line():
     cfg.systems["finetuned_theta4"] = SystemConfig(kind="icl")
     with pytest.raises(MultimsdError, match="finetuned_theta4 .loss.theta=4 of systems.finetuned. is also"):
         expand_systems(cfg)
+    # ... or that a seed makes
+    cfg = run_cfg("seeds=[1,2]")
+    cfg.systems["finetuned_theta4_seed2"] = SystemConfig(kind="icl")
+    with pytest.raises(
+        MultimsdError, match="^seeds: finetuned_theta4_seed2 .seed 2 of finetuned_theta4. is also"
+    ):
+        expand_systems(cfg)
 
 
 def test_plan_builds_the_evaluation_with_any_value(tmp_path):
@@ -333,3 +340,68 @@ def test_sweep_end_to_end(case, tmp_path):
         text = {1.5: "1.5", 2.5: "2.5", 0.0001: "0.0001", 0.0003: "0.0003"}.get(value, value)
         assert f"| {text} | tiny random Llama + LoRA, {shown} = {text}" in part, part
     assert f"SARI and BLEU vs {key}" in (d / "report.html").read_text()
+
+
+def test_seeded_selection_shows_the_recorded_values():
+    """With seeds, the selection table and the chart (mean over seeds) read the same records: a string sweep is
+    a table of its values in the run's order, and bars."""
+    from multimsd.report.seeds import seeds_section
+
+    def cell(sari: float, bleu: float) -> dict:
+        return {
+            "sari": {
+                "mean": sari,
+                "sd": 1.0,
+                "per_seed": {"1": sari - 1, "2": sari + 1},
+                "ci": [sari - 2, sari + 2],
+            },
+            "bleu": {"mean": bleu, "sd": 0.5, "per_seed": {"1": bleu, "2": bleu}},
+        }
+
+    bases = {"ft_scheduler_linear": "linear", "ft_scheduler_constant": "constant"}
+    members = {b: [f"{b}_seed1", f"{b}_seed2"] for b in bases}
+    run = report_run(
+        "optim.scheduler",
+        {
+            m: ({"parameter": "optim.scheduler", "value": v}, 1.0, 1.0, 1.0)
+            for b, v in bases.items()
+            for m in members[b]
+        },
+    )
+    run.meta["seeds"] = {
+        "seeds": [1, 2],
+        "confidence": 0.95,
+        "method": "percentile",
+        "systems": {
+            "ft_scheduler_linear": {
+                "label": "linear run",
+                "systems": {"1": "a", "2": "b"},
+                "en": cell(30.0, 3.0),
+            },
+            "ft_scheduler_constant": {
+                "label": "constant run",
+                "systems": {"1": "c", "2": "d"},
+                "en": cell(20.0, 2.0),
+            },
+        },
+    }
+    run.meta["sweep"] = {
+        "parameter": "optim.scheduler",
+        "systems": [m for ms in members.values() for m in ms],
+        "seed_systems": members,
+        "selected": "ft_scheduler_constant",
+        "validation": {
+            "ft_scheduler_linear": {"mean_sari_bleu": 10.0, "mean_sari_bleu_sd": 0.1, "per_seed": {}},
+            "ft_scheduler_constant": {"mean_sari_bleu": 12.0, "mean_sari_bleu_sd": 0.2, "per_seed": {}},
+        },
+    }
+    sec = seeds_section(run)
+    selection = [b for b in sec.blocks if isinstance(b, Table) and b.caption.startswith("Selection")][0]
+    assert selection.header[0] == "optim.scheduler"
+    assert [(r[0].text, r[1].text) for r in selection.rows] == [
+        ("linear", "linear run"),
+        ("constant", "constant run (selected)"),
+    ]
+    svg = next(b for b in sec.blocks if isinstance(b, Chart)).svg
+    assert "SARI and BLEU vs optim.scheduler, mean over seeds" in svg and "<polyline" not in svg
+    assert "<title>SARI: 30.00</title>" in svg and "<title>SARI: [28.00, 32.00]</title>" in svg
