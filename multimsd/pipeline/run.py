@@ -96,9 +96,8 @@ def expand_systems(cfg: RunConfig | DictConfig) -> dict[str, dict]:
         # label: the user's (systems.NAME.label) or, once its config is composed (plan), what ran
         base = {"kind": sc.kind, "train": list(sc.train), "label": sc.label, "sweep": None, "suffix": ""}
         if sc.kind == "train" and param:  # names that any value can take (multimsd.pipeline.sweep)
+            # a made name may not be another system's (any of them, also one listed later) nor another sweep's
             out.update(expand_sweep(name, base, param, values, (set(systems) - {name}) | set(out)))
-        elif name in out:
-            raise MultimsdError(f"systems.{name}: a swept system of this run has this name; rename one")
         else:
             out[name] = base
     return expand_seeds(out, check_seeds(cfg.get("seeds")))  # seeds=[…]: each train system once per seed
@@ -321,9 +320,8 @@ def write_run_files(
             "predictions": None if sc["kind"] == "copy" else rel(out / "predictions" / "test"),
             "train_results": rel(out / "all_results.json") if sc["kind"] == "train" else None,
         }
-        if (
-            sc["sweep"] is not None
-        ):  # the key and the value it ran with: what the report reads, never the name
+        # a swept system's key and the value it ran with: what the report reads, never the name
+        if sc["sweep"] is not None:
             run_info["systems"][name]["sweep"] = {"parameter": sc["parameter"], "value": sc["value"]}
         if sc.get("seed") is not None:
             run_info["systems"][name]["seed"] = sc["seed"]

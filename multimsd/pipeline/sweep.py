@@ -4,8 +4,8 @@ Why names are made here and not written as ``<system>_<key><value>``: a system's
 (``systems/<name>/``), a key of the evaluation's ``systems`` map, a word of ``compare=[a:b]`` and of the
 report. A value's own text breaks them: ``1.5`` puts a dot in a key (OmegaConf reads ``systems.x_theta1.5`` as
 a nested key), ``1e-4`` (which Hydra hands over as ``0.0001``) is no Hydra key at all, a string may hold spaces
-or slashes. So the name holds a *token* of the value (:func:`value_token`) that is made of letters, digits and
-``_`` only, and the run records the real key and value per system (``run.json`` ``systems.<name>.sweep``):
+or slashes. So the name holds a *token* of the value (:func:`value_token`) made of letters, digits, ``_`` and
+``-`` only, and the run records the real key and value per system (``run.json`` ``systems.<name>.sweep``):
 the report and anything else read those, never the name.
 
 Tokens (:func:`value_token`), the default sweep's ``1`` and ``4`` unchanged:
@@ -32,7 +32,7 @@ from typing import Any
 from multimsd.errors import MultimsdError
 
 INT = re.compile(r"[+-]?\d+")
-# A value Hydra reads unquoted as itself: a number, a bool, a word (with . / - + within). Anything else is quoted.
+# A value Hydra reads unquoted as itself: a number, a bool, a word (with . - + within). Anything else is quoted.
 PLAIN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*|[+-][A-Za-z0-9_.]+")
 
 
