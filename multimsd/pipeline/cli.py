@@ -45,7 +45,10 @@ Run keys (conf/pipeline/run.yaml):
   systems.NAME.label=TEXT            its name in the report (default: what ran, e.g. "SmolLM2-135M-Instruct + LoRA, θ = 4")
   systems.NAME.enabled=false         leave a system of the defaults / a preset out
   systems.NAME.train.KEY=VALUE       a train.py override of that system only
-  sweep.parameter=loss.theta sweep.values=[1,4]    one trained system per value
+  sweep.parameter=loss.theta sweep.values=[1,4]    one trained system per value, of any train.py key:
+                               'sweep.values=[1.5,2.5]' -> finetuned_theta1p5, ...; sweep.parameter=optim.lr
+                               'sweep.values=[1e-4,3e-4]' -> finetuned_lr1em4, ...; strings and booleans
+                               too (sweep.parameter=optim.scheduler 'sweep.values=[linear,constant]')
   seeds=[1,2,3]                every trained system once per seed (systems/NAME_seedS/); per-seed scores,
                                mean ± sd and an interval over seeds and sentences; θ chosen on the seed mean
   compare=[a:b,...]            paired bootstrap comparisons (default: every pair)

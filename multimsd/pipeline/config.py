@@ -32,8 +32,10 @@ class SystemConfig:
 
 @dataclass
 class SweepConfig:
-    # A train.py key swept over `values`: every system of kind train becomes one system per value, named
-    # <system>_<last part of the key><value> (finetuned_theta4). null = no sweep.
+    # A train.py key swept over `values` (any key; numbers, strings, booleans): every system of kind train
+    # becomes one system per value, named <system>_<last part of the key><the value as letters and digits>
+    # (finetuned_theta4, finetuned_theta1p5, finetuned_lr1em4, finetuned_scheduler_linear; rules in
+    # multimsd.pipeline.sweep). run.json records each one's key and value. null = no sweep.
     parameter: str | None = None
     values: list[str] = field(default_factory=list)
 

@@ -52,6 +52,7 @@ from multimsd.pipeline.seeds import (
     sweep_on_seed_mean,
 )
 from multimsd.pipeline.seeds import summary_lines as seed_summary_lines
+from multimsd.pipeline.sweep import expand_sweep, quote, recorded_value
 from multimsd.split import check_split_config
 
 logger = logging.getLogger("multimsd.pipeline")
@@ -94,15 +95,9 @@ def expand_systems(cfg: RunConfig | DictConfig) -> dict[str, dict]:
             raise MultimsdError(f"systems.{name}: use letters, digits, '_' and '-' in system names")
         # label: the user's (systems.NAME.label) or, once its config is composed (plan), what ran
         base = {"kind": sc.kind, "train": list(sc.train), "label": sc.label, "sweep": None, "suffix": ""}
-        if sc.kind == "train" and param:
-            short = param.rsplit(".", 1)[-1]
-            for v in values:
-                out[f"{name}_{short}{v}"] = {
-                    **base,
-                    "train": [*base["train"], f"{param}={v}"],
-                    "suffix": f", {'θ' if short == 'theta' else short} = {v}",
-                    "sweep": v,
-                }
+        if sc.kind == "train" and param:  # names that any value can take (multimsd.pipeline.sweep)
+            # a made name may not be another system's (any of them, also one listed later) nor another sweep's
+            out.update(expand_sweep(name, base, param, values, (set(systems) - {name}) | set(out)))
         else:
             out[name] = base
     return expand_seeds(out, check_seeds(cfg.get("seeds")))  # seeds=[…]: each train system once per seed
@@ -166,6 +161,9 @@ def plan(cfg: RunConfig | DictConfig, run_dir: Path) -> list[Stage]:
             resolved = {k: v for k, v in resolved.items() if k not in ("optim", "loss")}
         fp = fingerprint([__version__, resolved], align_fp)
         sys_cfg["label"] = (sys_cfg["label"] or system_label(sys_cfg["kind"], train_cfg)) + sys_cfg["suffix"]
+        if sys_cfg["sweep"] is not None:  # the value as it ran (typed by train.py's schema), for run.json
+            key = sys_cfg["parameter"].lstrip("+~")
+            sys_cfg["value"] = recorded_value(OmegaConf.select(train_cfg, key), sys_cfg["sweep"])
         stages.append(Stage(f"train/{name}", train_cfg, fp, out, "train", name, sys_cfg))
 
     trained = [s for s in stages if s.kind == "train"]
@@ -174,22 +172,25 @@ def plan(cfg: RunConfig | DictConfig, run_dir: Path) -> list[Stage]:
         refs_overrides = [f"refs.path={refs}"]
     else:
         refs_overrides = [f"refs.path={run_dir / 'align'}", "refs.split=test"]
+    # The systems go into the evaluation's config as a map, not as `systems.<name>=…` overrides: Hydra would
+    # read a name as a key path, and a path with a comma or a quote as syntax. The evaluate overrides of the
+    # run (evaluate.systems.x=…) come after them, as they would on a command line.
     eval_overrides = ["~systems.identity", *refs_overrides]
-    for name, sys_cfg in systems.items():
-        pred = (
-            "@identity"
-            if sys_cfg["kind"] == "copy"
-            else str(run_dir / "systems" / name / "predictions" / "test")
-        )
-        eval_overrides.append(f"systems.{name}={pred}")
+    preds = {
+        name: "@identity"
+        if sys_cfg["kind"] == "copy"
+        else str(run_dir / "systems" / name / "predictions" / "test")
+        for name, sys_cfg in systems.items()
+    }
     compare = expand_compare(list(cfg.compare), systems)  # a seeded system's pair: one per seed
     if compare:
         unknown = [p for pair in compare for p in str(pair).split(":") if p not in systems]
         if unknown:
             raise MultimsdError(f"compare: no system named {unknown[0]!r} (systems: {', '.join(systems)})")
-        eval_overrides.append(f"bootstrap.compare=[{','.join(str(p) for p in compare)}]")
+        eval_overrides.append(f"bootstrap.compare=[{','.join(quote(str(p)) for p in compare)}]")
     eval_overrides += [*cfg.evaluate, f"output.dir={run_dir / 'evaluation'}"]
     eval_cfg = compose("evaluate", eval_overrides, search=_user_dirs(cfg))
+    eval_cfg.systems = {**preds, **OmegaConf.to_container(eval_cfg.systems)}
     eval_fp = fingerprint(
         [__version__, OmegaConf.to_container(eval_cfg, resolve=True)], align_fp, *(s.fp for s in trained)
     )
@@ -319,16 +320,22 @@ def write_run_files(
             "predictions": None if sc["kind"] == "copy" else rel(out / "predictions" / "test"),
             "train_results": rel(out / "all_results.json") if sc["kind"] == "train" else None,
         }
+        # a swept system's key and the value it ran with: what the report reads, never the name
+        if sc["sweep"] is not None:
+            run_info["systems"][name]["sweep"] = {"parameter": sc["parameter"], "value": sc["value"]}
         if sc.get("seed") is not None:
             run_info["systems"][name]["seed"] = sc["seed"]
     swept = [n for n, sc in systems.items() if sc["sweep"] is not None]
     groups = seed_groups(systems)
     if swept and groups:  # seeds: θ selected on the mean over seeds
         run_info["sweep"] = sweep_on_seed_mean(run_dir, cfg.sweep.parameter, groups, swept)
+        members = run_info["sweep"]["seed_systems"]
+        run_info["sweep"]["values"] = {b: systems[m[0]]["value"] for b, m in members.items()}
     elif swept:
         run_info["sweep"] = {
             "parameter": cfg.sweep.parameter,
             "systems": swept,
+            "values": {n: systems[n]["value"] for n in swept},
             **select_swept(run_dir, swept),
         }
     evaluation = read_json(run_dir / "evaluation" / "results.json") or {}

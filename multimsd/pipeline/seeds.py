@@ -66,6 +66,10 @@ def expand_seeds(systems: dict[str, dict], seeds: list[int] | None) -> dict[str,
             out[name] = sc
             continue
         for s in seeds:
+            if f"{name}_seed{s}" in systems or f"{name}_seed{s}" in out:
+                raise MultimsdError(
+                    f"seeds: {name}_seed{s} (seed {s} of {name}) is also the name of another system; rename one"
+                )
             out[f"{name}_seed{s}"] = {
                 **sc,
                 "train": [*sc["train"], f"seed={s}"],

@@ -21,10 +21,10 @@ from multimsd.report.sections import (
     alignment_section,
     corpus_section,
     header_section,
-    sweep_section,
     training_section,
 )
 from multimsd.report.seeds import seeds_section
+from multimsd.report.sweep import sweep_section
 
 HTML_NAME = "report.html"
 MD_NAME = "report.md"

@@ -24,6 +24,9 @@ class SystemInfo:
     theta: float | None
     predictions: Path | None
     train_results: dict | None
+    # the swept key and the value this system ran with ({parameter, value}); None = not swept, or a run.json
+    # written before these records (its sweeps were over θ: ``theta`` holds the value)
+    sweep: dict | None = None
 
 
 @dataclass
@@ -69,6 +72,16 @@ def _optional_json(run_dir: Path, value: Any, key: str) -> Any:
     return None if p is None else read_json(p, key)
 
 
+def _sweep_record(run_dir: Path, value: Any, name: str) -> dict | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not isinstance(value.get("parameter"), str) or "value" not in value:
+        raise MultimsdError(
+            f"{run_dir / 'run.json'}: systems.{name}.sweep must be {{parameter, value}} or null"
+        )
+    return value
+
+
 def load_run(run_dir: Path) -> Run:
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
@@ -101,6 +114,7 @@ def load_run(run_dir: Path) -> Run:
             theta=s.get("theta"),
             predictions=_path(run_dir, s.get("predictions"), f"systems.{name}.predictions"),
             train_results=_optional_json(run_dir, s.get("train_results"), f"systems.{name}.train_results"),
+            sweep=_sweep_record(run_dir, s.get("sweep"), name),
         )
     return Run(
         dir=run_dir,

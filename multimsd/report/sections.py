@@ -1,15 +1,13 @@
 """The run's sections other than the scores: header, corpus statistics (Table 4), alignment against the
-gold (Table 3), training curves and the θ sweep."""
+gold (Table 3) and training curves (the sweep: :mod:`multimsd.report.sweep`)."""
 
 from __future__ import annotations
 
 import json
 
-from multimsd.metrics.degenerate import flagged_columns
-from multimsd.report.blocks import Cell, Chart, Paragraph, Preformatted, Section, Table, bold_best, num
+from multimsd.report.blocks import Cell, Chart, Paragraph, Preformatted, Section, Table, num
 from multimsd.report.charts import Series, line_chart
 from multimsd.report.load import Run
-from multimsd.report.scores import languages_of, mean_or_none
 
 
 def header_section(run: Run) -> Section:
@@ -196,66 +194,4 @@ def training_section(run: Run) -> Section | None:
             facts.append(f"{num(float(res['train_tokens_per_second']), 0)} tokens/s")
         if facts:
             sec.blocks.append(Paragraph(f"{info.label}: " + ", ".join(facts) + "."))
-    return sec
-
-
-def sweep_section(run: Run) -> Section | None:
-    sweep = run.sweep
-    if not sweep or not sweep.get("systems"):
-        return None
-    ev, langs = run.evaluation, languages_of(run)
-    pts = []
-    for name in sweep["systems"]:
-        info = run.systems.get(name)
-        res = ev["systems"].get(name)
-        if info is None or info.theta is None or res is None:
-            continue
-        sari = mean_or_none([(res.get(g) or {}).get("sari") for g in langs])
-        bleu = mean_or_none([(res.get(g) or {}).get("bleu") for g in langs])
-        pts.append((float(info.theta), name, sari, bleu))
-    pts.sort()
-    if not pts:
-        return None
-    param = sweep.get("parameter", "θ")
-    sec = Section(f"Sweep over {param}", "sweep")
-
-    def err(name: str, metric: str) -> tuple[float, float] | None:
-        # an interval is only defined per language: shown when the run has one language
-        ci = (
-            ((ev["systems"][name].get(langs[0]) or {}).get("ci") or {}).get(metric)
-            if len(langs) == 1
-            else None
-        )
-        return (float(ci[0]), float(ci[1])) if ci else None
-
-    series = []
-    for metric, name, col in (("sari", "SARI", 2), ("bleu", "BLEU", 3)):
-        kept = [p for p in pts if p[col] is not None]
-        series.append(Series(name, [(p[0], p[col]) for p in kept], [err(p[1], metric) for p in kept]))
-    title = f"SARI and BLEU vs {param}"
-    sec.blocks.append(Chart(title, line_chart(series, title, param, "score (avg over languages)"), title))
-    val = sweep.get("validation") or {}
-    selected = sweep.get("selected")
-    rows = [
-        [
-            Cell(f"{t:g}", num=True),
-            Cell(run.label(n) + (" (selected)" if n == selected else "")),
-            Cell(num(s), num=True),
-            Cell(num(b), num=True),
-            Cell(num((val.get(n) or {}).get("mean_sari_bleu")), num=True, bold=n == selected),
-        ]
-        for t, n, s, b in pts
-    ]
-    # a system flagged for degenerate outputs (multimsd.metrics.degenerate) is never the bold best
-    values = [[None, s, b, None] if "avg" not in flagged_columns(ev, n) else [None] * 4 for _, n, s, b in pts]
-    bold_best(rows, values, [False, False, False, False])
-    if selected:
-        sec.blocks.append(
-            Paragraph(
-                f"Selected as the paper does, by the mean of SARI and BLEU on the validation split: "
-                f"{run.label(selected)}. Test scores play no part in the choice."
-            )
-        )
-    header = [param, "system", "test SARI", "test BLEU", "val mean(SARI, BLEU)"]
-    sec.blocks.append(Table(header, rows, caption=f"Scores per {param}"))
     return sec

@@ -4,9 +4,9 @@ mean ± sd and the interval over seeds and sentences (run.json's ``seeds``, writ
 
 from __future__ import annotations
 
-from multimsd.report.blocks import Cell, Chart, Paragraph, Section, Table, interval, num
-from multimsd.report.charts import Series, line_chart
+from multimsd.report.blocks import Cell, Paragraph, Section, Table, interval, num
 from multimsd.report.load import Run
+from multimsd.report.sweep import is_number, swept_value, value_chart, value_text
 
 NAMES = {"sari": "SARI", "bleu": "BLEU", "fkgl": "FKGL", "novelty": "novel %"}
 
@@ -78,13 +78,13 @@ def _selection(run: Run, sweep: dict, groups: dict) -> list:
     listed = " / ".join(str(s) for s in (run.meta.get("seeds") or {}).get("seeds") or [])
     rows = []
     for base, members in sweep["seed_systems"].items():
-        info = run.systems.get(members[0]) if members else None
+        value = swept_value(run, members[0], param) if members else None
         v = val.get(base) or {}
         per_seed = {s: x.get("mean_sari_bleu") for s, x in (v.get("per_seed") or {}).items() if x}
         label = (groups.get(base) or {}).get("label") or base
         rows.append(
             [
-                Cell(f"{info.theta:g}" if info and info.theta is not None else "–", num=True),
+                Cell("–" if value is None else value_text(value), num=value is None or is_number(value)),
                 Cell(label + (" (selected)" if base == selected else "")),
                 Cell(
                     _mean_sd({"mean": v.get("mean_sari_bleu"), "sd": v.get("mean_sari_bleu_sd")})
@@ -119,17 +119,18 @@ def _sweep_chart(run: Run, sweep: dict, groups: dict) -> list:
         return []
     pts = []
     for base, members in sweep["seed_systems"].items():
-        info = run.systems.get(members[0]) if members else None
-        cell = (groups.get(base) or {}).get(langs[0]) or {}
-        if info is not None and info.theta is not None:
-            pts.append((float(info.theta), cell))
-    pts.sort(key=lambda p: p[0])
+        value = swept_value(run, members[0], param) if members else None
+        if value is not None:
+            pts.append((value, (groups.get(base) or {}).get(langs[0]) or {}))
+    if all(is_number(v) for v, _ in pts):  # numbers in ascending order; other values in the run's order
+        pts.sort(key=lambda p: float(p[0]))
     series = []
     for metric, name in (("sari", "SARI"), ("bleu", "BLEU")):
-        kept = [(t, c[metric]) for t, c in pts if (c.get(metric) or {}).get("mean") is not None]
-        errors = [tuple(e["ci"]) if e.get("ci") else None for _, e in kept]
-        series.append(Series(name, [(t, e["mean"]) for t, e in kept], errors))
-    if not any(s.points for s in series):
+        entries = [c.get(metric) or {} for _, c in pts]
+        means = [e.get("mean") for e in entries]
+        errors = [tuple(e["ci"]) if e.get("mean") is not None and e.get("ci") else None for e in entries]
+        series.append((name, means, errors))
+    if not any(m is not None for _, means, _ in series for m in means):
         return []
     title = f"SARI and BLEU vs {param}, mean over seeds"
-    return [Chart(title, line_chart(series, title, param, f"test score ({langs[0]})"), title)]
+    return [value_chart(title, param, f"test score ({langs[0]})", [v for v, _ in pts], series)]

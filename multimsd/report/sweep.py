@@ -1,0 +1,131 @@
+"""The report's sweep section: test SARI and BLEU against the swept value, and the selection by validation.
+
+Why the values are read from ``run.json`` and nothing else: a sweep can be over any train.py key and any
+values (θ, a learning rate of ``1e-4``, a scheduler's name), and a system's name holds only a token of its value
+(``finetuned_lr1em4``, :mod:`multimsd.pipeline.sweep`). So the x of the chart and the first column of the table
+come from each system's record, ``systems.<name>.sweep = {parameter, value}``; a run.json written before those
+records swept θ only, and its systems' ``theta`` stands in for them. Numbers are plotted as a line over their
+values; other values (strings, booleans) as bars, one group per value, in the order of ``sweep.values``.
+
+The selection (``sweep.selected``, made by the pipeline on validation mean(SARI, BLEU)) is shown as recorded.
+"""
+
+from __future__ import annotations
+
+from multimsd.metrics.degenerate import flagged_columns
+from multimsd.report.blocks import Cell, Chart, Paragraph, Section, Table, bold_best, num
+from multimsd.report.charts import Series, bar_chart, line_chart
+from multimsd.report.load import Run
+from multimsd.report.scores import languages_of, mean_or_none
+
+
+def swept_value(run: Run, system: str, parameter: str):
+    """The value of ``parameter`` that ``system`` ran with, as run.json records it; None when it records none."""
+    info = run.systems.get(system)
+    if info is None:
+        return None
+    if info.sweep is not None:
+        return info.sweep.get("value") if info.sweep.get("parameter") == parameter else None
+    return info.theta if parameter == "loss.theta" else None  # a run.json from before the records
+
+
+def is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def value_text(value) -> str:
+    """A swept value as the table shows it: ``1``, ``1.5``, ``0.0001`` (a float in its shortest exact form),
+    ``true``, ``linear``."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        short = f"{value:g}"
+        return short if float(short) == value else repr(value)
+    return str(value)
+
+
+def value_chart(
+    title: str, x_label: str, y_label: str, values: list, series: list[tuple[str, list, list]]
+) -> Chart:
+    """SARI / BLEU per swept value: a line over the values when all are numbers, else grouped bars.
+    ``series``: (name, one score or None per value, one interval or None per value)."""
+    if all(is_number(v) for v in values):
+        lines = []
+        for name, ys, errs in series:
+            kept = [i for i, y in enumerate(ys) if y is not None]
+            lines.append(Series(name, [(float(values[i]), ys[i]) for i in kept], [errs[i] for i in kept]))
+        svg = line_chart(lines, title, x_label, y_label)
+    else:
+        bars = [
+            Series(
+                name,
+                [(i, y) for i, y in enumerate(ys) if y is not None],
+                [e for y, e in zip(ys, errs) if y is not None],
+            )
+            for name, ys, errs in series
+        ]
+        svg = bar_chart([value_text(v) for v in values], bars, title, y_label)
+    return Chart(title, svg, title)
+
+
+def sweep_section(run: Run) -> Section | None:
+    sweep = run.sweep
+    if not sweep or not sweep.get("systems"):
+        return None
+    ev, langs = run.evaluation, languages_of(run)
+    param = sweep.get("parameter", "θ")
+    pts = []
+    for name in sweep["systems"]:
+        value = swept_value(run, name, param)
+        res = ev["systems"].get(name)
+        if value is None or res is None:
+            continue
+        sari = mean_or_none([(res.get(g) or {}).get("sari") for g in langs])
+        bleu = mean_or_none([(res.get(g) or {}).get("bleu") for g in langs])
+        pts.append((value, name, sari, bleu))
+    if not pts:
+        return None
+    if all(is_number(p[0]) for p in pts):  # numbers in ascending order; other values in the run's order
+        pts.sort(key=lambda p: (float(p[0]), p[1]))
+    sec = Section(f"Sweep over {param}", "sweep")
+
+    def err(name: str, metric: str) -> tuple[float, float] | None:
+        # an interval is only defined per language: shown when the run has one language
+        ci = (
+            ((ev["systems"][name].get(langs[0]) or {}).get("ci") or {}).get(metric)
+            if len(langs) == 1
+            else None
+        )
+        return (float(ci[0]), float(ci[1])) if ci else None
+
+    series = [
+        (label, [p[col] for p in pts], [err(p[1], metric) for p in pts])
+        for metric, label, col in (("sari", "SARI", 2), ("bleu", "BLEU", 3))
+    ]
+    title = f"SARI and BLEU vs {param}"
+    sec.blocks.append(value_chart(title, param, "score (avg over languages)", [p[0] for p in pts], series))
+    val = sweep.get("validation") or {}
+    selected = sweep.get("selected")
+    rows = [
+        [
+            Cell(value_text(v), num=is_number(v)),
+            Cell(run.label(n) + (" (selected)" if n == selected else "")),
+            Cell(num(s), num=True),
+            Cell(num(b), num=True),
+            Cell(num((val.get(n) or {}).get("mean_sari_bleu")), num=True, bold=n == selected),
+        ]
+        for v, n, s, b in pts
+    ]
+    # a system flagged for degenerate outputs (multimsd.metrics.degenerate) is never the bold best
+    values = [[None, s, b, None] if "avg" not in flagged_columns(ev, n) else [None] * 4 for _, n, s, b in pts]
+    bold_best(rows, values, [False, False, False, False])
+    if selected:
+        sec.blocks.append(
+            Paragraph(
+                f"Selected as the paper does, by the mean of SARI and BLEU on the validation split: "
+                f"{run.label(selected)}. Test scores play no part in the choice."
+            )
+        )
+    header = [param, "system", "test SARI", "test BLEU", "val mean(SARI, BLEU)"]
+    sec.blocks.append(Table(header, rows, caption=f"Scores per {param}"))
+    return sec
