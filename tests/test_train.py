@@ -281,3 +281,26 @@ def test_logits_only_from_the_first_label_give_the_same_loss(tmp_path):
             part, b["labels"][:, start:], novel_mask=b["novel"][:, start:], theta=theta, shift=True
         )
         assert float(c) == pytest.approx(float(a), rel=1e-5)
+
+
+def test_a_checkpoint_written_before_a_new_setting_existed_is_resumed(tmp_path):
+    """Keys added to the schema later (model.attn_implementation, model.fused_kernels) are missing from an older
+    run's train_config.json: left at their defaults they describe the same run; set, a different one."""
+    from multimsd.training.checks import check_resume_target, config_fingerprint
+    from multimsd.training.loop import to_train_config
+
+    cfg = to_train_config(tiny_cfg(tmp_path))
+    fp = json.loads(json.dumps(config_fingerprint(cfg)))
+    old = json.loads(json.dumps(fp))
+    del old["model"]["attn_implementation"], old["model"]["fused_kernels"]
+    out = tmp_path / "old"
+    out.mkdir()
+    (out / "train_config.json").write_text(json.dumps(old))
+    check_resume_target(out, fp, cfg)  # resumed: nothing raised
+    cfg.model.fused_kernels = "false"
+    with pytest.raises(MultimsdError, match=r"differs in: model\)"):
+        check_resume_target(out, config_fingerprint(cfg), cfg)
+    cfg.model.fused_kernels = "auto"
+    cfg.loss.theta = 4.0
+    with pytest.raises(MultimsdError, match=r"differs in: loss\)"):
+        check_resume_target(out, config_fingerprint(cfg), cfg)

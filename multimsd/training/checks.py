@@ -65,9 +65,35 @@ def check_resume_target(out: Path, fingerprint: dict, cfg: TrainConfig) -> None:
     saved = out / "train_config.json"
     if cfg.mode == "train" and cfg.resume and saved.exists():
         old = json.loads(saved.read_text(encoding="utf-8"))
-        if old != json.loads(json.dumps(fingerprint)):
-            diff = sorted(k for k in fingerprint if old.get(k) != json.loads(json.dumps(fingerprint[k])))
+        new = json.loads(json.dumps(fingerprint))
+        defaults = json.loads(json.dumps(config_fingerprint(_kind_defaults(cfg))))
+        diff = sorted(k for k in new if not _same(old.get(k), new[k], defaults.get(k)))
+        if diff:
             raise MultimsdError(
                 f"{out} holds checkpoints of a different configuration (differs in: {', '.join(diff)}); "
                 f"choose another output.dir or pass resume=false with a fresh output.dir"
             )
+
+
+def _kind_defaults(cfg: TrainConfig) -> TrainConfig:
+    """The schema's defaults for a run of ``cfg``'s model kind (the kind's own options included)."""
+    from multimsd.training.kinds import MODEL_KINDS
+
+    base = TrainConfig()
+    kind = MODEL_KINDS.get(cfg.model.kind)
+    if kind is not None:
+        base.model = kind.settings(base.model)
+    return base
+
+
+def _same(old, new, default) -> bool:
+    """Whether a saved fingerprint (``old``) describes the run of ``new``: equal, except that a key added to the
+    schema after the checkpoint was written counts as equal while this run leaves it at its ``default`` (a newer
+    multimsd resumes an older run's checkpoints unless a new setting is really used)."""
+    if isinstance(new, dict) and isinstance(old, dict):
+        defaults = default if isinstance(default, dict) else {}
+        return all(
+            _same(old[k], v, defaults.get(k)) if k in old else v == defaults.get(k, object())
+            for k, v in new.items()
+        ) and set(old) <= set(new)
+    return old == new
