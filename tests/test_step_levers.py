@@ -259,3 +259,36 @@ def test_the_loss_picks_its_rows_without_a_host_sync(shift):
     assert _ops(lambda: loss(None)) & SYNCING  # the boolean mask's way does synchronise: the test can fail
     a, b = loss(batch[target_index_key(shift)]), loss(None)
     assert float(a) == pytest.approx(float(b), rel=1e-6)
+
+
+def test_every_window_is_one_optimizer_step(tmp_path):
+    """16 examples, 2 × 2, two epochs: 8 windows, 8 optimizer steps. (5f6c4ff's accumulate() took its sync
+    decisions from its own micro-batch counter and the loader's end flag, which a fetched-ahead window reaches
+    early: its optimizer steps and the loop's steps disagreed at epoch ends.)"""
+    from torch.optim.optimizer import register_optimizer_step_post_hook
+
+    steps = []
+    handle = register_optimizer_step_post_hook(lambda opt, args, kwargs: steps.append(1))
+    try:
+        res = run(
+            {
+                "model": {
+                    "name": "tiny_llama",
+                    "kind": "causal",
+                    "pretrained": "tiny:llama",
+                    "lora": {"enabled": True},
+                },
+                "data": {
+                    "languages": ["en"],
+                    "mode": "mono",
+                    "max_train_examples": 16,
+                    "max_eval_examples": 1,
+                },
+                "optim": {"batch_size": 2, "grad_accum": 2, "epochs": 2},
+                "eval": {"generate": False, "before_training": False, "max_new_tokens": 2},
+                "output": {"dir": str(tmp_path / "run")},
+            }
+        )
+    finally:
+        handle.remove()
+    assert len([h for h in res["history"] if "step" in h]) == len(steps) == 8
