@@ -185,6 +185,8 @@ def train_cfg(spec: dict):
         "output": {"dir": spec["out"]},
         "resume": False,
     }
+    if "max_new" in spec:  # a decoding measurement: the default eval settings, the bench's length and beams
+        base["eval"] = {"max_new_tokens": spec["max_new"], "num_beams": spec["beams"]}
     return OmegaConf.merge(OmegaConf.create(base), OmegaConf.from_dotlist(list(spec.get("overrides", []))))
 
 
@@ -387,8 +389,6 @@ def _decoding_model(spec: dict):
     from multimsd.training.modeling import load_model_and_tokenizer
 
     cfg = to_train_config(train_cfg(spec))
-    cfg.eval.max_new_tokens = spec["max_new"]
-    cfg.eval.num_beams = spec["beams"]
     set_seed(cfg.seed)
     model, tok = load_model_and_tokenizer(cfg.model)
     with torch.no_grad():

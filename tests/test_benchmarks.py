@@ -94,6 +94,16 @@ def test_overrides_are_merged_generically(tmp_path):
     }
     cfg = to_train_config(gb.train_cfg(spec))
     assert cfg.data.packing is True and cfg.optim.lr == 0.001 and cfg.data.shuffle is False
+    # a decoding measurement keeps the default eval settings (merge_lora, max_batch_tokens) but for its own
+    # length and beams, and takes its overrides (eval.backend=... once that key exists)
+    dec = to_train_config(
+        gb.train_cfg({**spec, "max_new": 7, "beams": 5, "overrides": ["eval.batch_size=3"]})
+    )
+    assert (dec.eval.max_new_tokens, dec.eval.num_beams, dec.eval.batch_size) == (7, 5, 3)
+    assert (
+        dec.eval.merge_lora is True and dec.eval.max_batch_tokens == to_train_config({}).eval.max_batch_tokens
+    )
+    assert to_train_config(gb.train_cfg(spec)).eval.merge_lora is False  # training: no 14 GiB host copy
     bad = gb.train_cfg({**spec, "overrides": ["model.no_such_key=1"]})
     assert bad.model.no_such_key == 1
     with pytest.raises(MultimsdError, match="no_such_key"):
