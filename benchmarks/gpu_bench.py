@@ -219,6 +219,9 @@ class StepProfiler:
             _sync()
             self.prof.__exit__(None, None, None)
             self.summary = summarise(self.prof, max(self.recorded, 1), _cuda())
+            # closed by the hook after `steps` steps; else the run ended first and the window holds its end
+            # (evaluation, predictions, saving) too
+            self.summary["complete"] = self.recorded >= self.steps
             self.prof = None
         self.handle.remove()
 
@@ -753,6 +756,9 @@ def main(argv: list[str] | None = None) -> int:
             sections = []
             for name in models:
                 setup = setups[name]
+                # enough optimizer steps that the window closes inside the training loop, with a margin
+                step_examples = setup["batch"] * setup["accum"]
+                need = max(examples, (warmup + args.profile_steps + 2) * step_examples)
                 for side in ("ours", "trainer"):
                     r = job(
                         f"train-{side}",
@@ -760,6 +766,7 @@ def main(argv: list[str] | None = None) -> int:
                         f"{name} profile",
                         profile=True,
                         profile_steps=args.profile_steps,
+                        examples=need,
                     )
                     results["rows"][f"{name} {side} profile"] = r
                     if "error" in r:
@@ -771,7 +778,10 @@ def main(argv: list[str] | None = None) -> int:
                         failed = True
                         continue
                     syncs = "n/a (CPU)" if p["syncs"] is None else f"{p['syncs']:.1f}"
-                    lines.append(f"| {name} {side} | {p['steps']} | {syncs} | {p['what']}: below |")
+                    steps = f"{p['steps']}" + (
+                        "" if p["complete"] else " (the run ended first: its end included)"
+                    )
+                    lines.append(f"| {name} {side} | {steps} | {syncs} | {p['what']}: below |")
                     sections += [
                         "",
                         f"### {name}, {side}: top {TOP} {p['what']} per step",

@@ -73,9 +73,15 @@ def test_the_profiler_window_is_counted_in_optimizer_steps():
     finally:
         prof.finish()
     p = prof.summary
-    assert p["steps"] == 3 and p["syncs"] is None and 0 < len(p["top"]) <= gb.TOP
+    assert p["steps"] == 3 and p["complete"] and p["syncs"] is None and 0 < len(p["top"]) <= gb.TOP
     addmm = next(t for t in p["top"] if t["name"] == "aten::addmm")
     assert addmm["calls"] == pytest.approx(1.0)  # one forward matmul a step (its backward is mm)
+    short = gb.StepProfiler(after=1, steps=5)  # the run ends before the window closes: said so
+    for _ in range(3):
+        model(torch.randn(4, 8)).sum().backward()
+        opt.step()
+    short.finish()
+    assert short.summary["steps"] == 2 and not short.summary["complete"]
 
 
 def test_overrides_are_merged_generically(tmp_path):
