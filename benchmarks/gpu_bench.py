@@ -907,7 +907,11 @@ def main(argv: list[str] | None = None) -> int:
         "",
         f"{examples} training examples ({', '.join(languages)}), {warmup} warm-up step(s) left out, "
         f"{args.repeats} fresh process(es) per loop, alternated, best of each side; each row its own process"
-        + ("; profile mode (no clock)" if args.profile else ""),
+        + (
+            f"; profile mode (no clock; at least {warmup} + {args.profile_steps} + 2 optimizer steps of examples)"
+            if args.profile
+            else ""
+        ),
         "",
     ]
     footer = ["", f"wall time: {wall:.0f} s ({len(log)} processes)"]
