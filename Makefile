@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTHON ?= python3
 
-.PHONY: setup system-deps slurm-deps test test-slurm test-package test-all demo gold lint format bench docs clean
+.PHONY: setup system-deps slurm-deps test test-slurm test-package test-all demo gold lint format bench wheelhouse docs clean
 
 $(VENV)/.installed: pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -63,6 +63,11 @@ format: setup
 bench: setup
 	$(PY) benchmarks/align_bench.py
 
+# make wheelhouse PYTHON_VERSION=3.12 [HAVE=<the target's pip freeze>] [ONLY="datasets hydra-core"]
+PYTHON_VERSION ?= 3.12
+wheelhouse: setup  ## wheels of multimsd + every runtime dependency an air-gapped (CUDA) target lacks, into wheelhouse/
+	$(PY) scripts/wheelhouse.py --python-version $(PYTHON_VERSION) $(if $(HAVE),--have $(HAVE)) $(if $(ONLY),--only $(ONLY))
+
 $(VENV)/.docs-installed: $(VENV)/.installed pyproject.toml
 	$(PY) -m pip install -q -e ".[docs]"
 	touch $@
@@ -71,4 +76,4 @@ docs: $(VENV)/.docs-installed  ## the documentation site, offline, into site/ (s
 	NO_MKDOCS_2_WARNING=1 HF_HUB_OFFLINE=1 $(PY) -m mkdocs build --strict
 
 clean:
-	rm -rf outputs multirun .pytest_cache .ruff_cache site
+	rm -rf outputs multirun .pytest_cache .ruff_cache site wheelhouse
