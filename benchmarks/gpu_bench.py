@@ -298,6 +298,9 @@ def w_train_trainer(spec: dict) -> dict:
 
     setup = spec["setup"]
     cfg = to_train_config(train_cfg(spec))
+    # The plain 🤗 model: no fused kernels patched in (multimsd's model.fused_kernels=auto would on a GPU).
+    if hasattr(cfg.model, "fused_kernels"):
+        cfg.model.fused_kernels = "false"
     set_seed(cfg.seed)  # as our loop does before building the model: the same (random / LoRA) weights
     net, tok = load_model_and_tokenizer(cfg.model)
     rows = select(load_pairs(None), cfg.data, cfg.seed)["train"]
@@ -307,7 +310,8 @@ def w_train_trainer(spec: dict) -> dict:
 
     def collator(features):
         b = collate([{**f, "novel": [0] * len(f["labels"])} for f in features])
-        b.pop("novel")
+        for k in ("novel", "target_index", "target_index_shifted"):  # our loss's, not the model's inputs
+            b.pop(k)
         return b
 
     profiling = bool(spec.get("profile"))
@@ -381,9 +385,10 @@ def w_train_trainer(spec: dict) -> dict:
     return out
 
 
-def _decoding_model(spec: dict):
+def _decoding_model(spec: dict, plain: bool = False):
     """The model every decoding variant uses: the same seed, so the same random weights in every process; a
-    trained adapter is not the identity, so LoRA's B is drawn non-zero (merging then changes the weights)."""
+    trained adapter is not the identity, so LoRA's B is drawn non-zero (merging then changes the weights).
+    ``plain``: the plain 🤗 model, without the fused kernels multimsd would patch in on a GPU."""
     import torch
     from accelerate.utils import set_seed
 
@@ -392,6 +397,8 @@ def _decoding_model(spec: dict):
     from multimsd.training.modeling import load_model_and_tokenizer
 
     cfg = to_train_config(train_cfg(spec))
+    if plain and hasattr(cfg.model, "fused_kernels"):
+        cfg.model.fused_kernels = "false"
     set_seed(cfg.seed)
     model, tok = load_model_and_tokenizer(cfg.model)
     with torch.no_grad():
@@ -437,7 +444,7 @@ def w_decode_plain(spec: dict) -> dict:
     from multimsd.training.kinds.seq2seq import MBART50_LANG_CODES
     from multimsd.training.prompts import chat_messages
 
-    cfg, model, tok, rows = _decoding_model(spec)
+    cfg, model, tok, rows = _decoding_model(spec, plain=True)
     merged = model.merge_and_unload() if hasattr(model, "merge_and_unload") else model
     max_new, device = spec["max_new"], merged.device
     eos = tok.eos_token_id
