@@ -337,12 +337,21 @@ def _lora_layers(model) -> list:
     return layers
 
 
-def _copy_aside(params: list, device) -> list:
-    """Copies of ``params`` for a bit-exact restore: on their device when the copies take at most half of its
-    free memory (the rest is the decoding batch's), else in host memory."""
+def copies_fit(need_bytes: int, free_bytes: int | None) -> bool:
+    """Whether copies of ``need_bytes`` stay on the device: its free memory is unknown (a CPU: host memory is
+    its memory) or they take at most half of it (the other half is the decoding batch's)."""
+    return free_bytes is None or need_bytes <= free_bytes // 2
+
+
+def _copy_aside(params: list) -> list:
+    """Copies of ``params`` for a bit-exact restore: on their device when they fit (:func:`copies_fit`), else in
+    host memory."""
+    import torch
+
+    device = params[0].device
     need = sum(p.numel() * p.element_size() for p in params)
     free = free_device_bytes(device)
-    where = device if free is None or need <= free // 2 else "cpu"
+    where = device if copies_fit(need, free) else torch.device("cpu")
     if free is not None:
         log.info("LoRA merge: %.1f GiB of base weights copied aside on %s", need / GIB, where)
     return [p.detach().to(where, copy=True) for p in params]
@@ -362,8 +371,10 @@ def merged_lora(model, enabled: bool = True, restore: bool = True) -> Iterator[N
         return
     saved = []
     if restore:
-        params = [p for m in layers for p in (m.get_base_layer().weight, m.get_base_layer().bias) if p is not None]
-        copies = iter(_copy_aside(params, params[0].device))
+        params = [
+            p for m in layers for p in (m.get_base_layer().weight, m.get_base_layer().bias) if p is not None
+        ]
+        copies = iter(_copy_aside(params))
         for m in layers:
             base = m.get_base_layer()
             saved.append((m, [(p, next(copies)) for p in (base.weight, base.bias) if p is not None]))

@@ -29,7 +29,9 @@ def _shots_by_lang(cfg, shot_pool) -> dict[str, list[tuple[str, str]]]:
     return {lang: sample_shots(pool, cfg.icl.shots, cfg.icl.seed) for lang, pool in by_lang.items()}
 
 
-def generate(cfg, model, tokenizer, rows: list[dict], accelerator, shot_pool=None, final: bool = False) -> list[str]:
+def generate(
+    cfg, model, tokenizer, rows: list[dict], accelerator, shot_pool=None, final: bool = False
+) -> list[str]:
     """Outputs for ``rows`` in order; each process decodes its share and the main process gathers them.
     ``final``: the model trains no more (the final predictions), so a LoRA adapter is merged without a copy of
     the base weights and stays merged."""

@@ -12,6 +12,7 @@ from multimsd.errors import MultimsdError
 from multimsd.training.decode import (
     BACKENDS,
     Generated,
+    batch_token_budget,
     check_backend,
     cut_at_cap,
     decode_batches,
@@ -170,9 +171,14 @@ def continuous_batches(cfg, model, tokenizer, ids: list[list[int]], eos: list[in
         eos_token_id=eos or None,
         pad_token_id=tokenizer.pad_token_id,
     )
-    # warmup pre-captures CUDA graphs; on a CPU there are none to capture
-    warmup = next(model.parameters()).device.type == "cuda"
-    results = list(model.generate_batch(inputs=ids, generation_config=config, warmup=warmup).values())
+    on_cuda = next(model.parameters()).device.type == "cuda"
+    kw = {"warmup": on_cuda}  # warmup pre-captures CUDA graphs; on a CPU there are none to capture
+    blocks = continuous_cache_blocks(cfg.eval, model, ids, on_cuda)
+    if blocks is not None:
+        from transformers import ContinuousBatchingConfig
+
+        kw["continuous_batching_config"] = ContinuousBatchingConfig(num_blocks=blocks)
+    results = list(model.generate_batch(inputs=ids, generation_config=config, **kw).values())
     failed = [r for r in results if r.error is not None]
     if len(results) != len(ids) or failed:
         why = failed[0].error if failed else f"{len(results)} outputs for {len(ids)} prompts"
@@ -185,6 +191,21 @@ def continuous_batches(cfg, model, tokenizer, ids: list[list[int]], eos: list[in
     cut = cut_at_cap(tokens, eos, cap)
     texts = tokenizer.batch_decode(new, skip_special_tokens=True)
     return [Generated(" ".join(t.split()), c) for t, c in zip(texts, cut)]
+
+
+CONTINUOUS_PAGE = 256  # tokens a page of transformers' paged cache holds (ContinuousBatchingConfig.page_size)
+
+
+def continuous_cache_blocks(settings, model, ids: list[list[int]], on_cuda: bool) -> int | None:
+    """Blocks of ``CONTINUOUS_PAGE`` tokens for the continuous backend's paged cache: None (transformers sizes it
+    from the free memory, 90 %) with ``eval.max_batch_tokens=auto`` on CUDA; else the budget (8192 on a CPU,
+    where transformers would take 90 % of the host's RAM: gigabytes to allocate for a few rows), or with
+    ``eval.max_batch_tokens=0`` ``eval.batch_size`` rows of the longest; at least the longest row."""
+    if settings.max_batch_tokens == "auto" and on_cuda:
+        return None
+    longest = max(len(i) for i in ids) + settings.max_new_tokens
+    budget = batch_token_budget(settings, model) or settings.batch_size * longest
+    return -(-max(budget, longest) // CONTINUOUS_PAGE)
 
 
 class PromptHeads:
