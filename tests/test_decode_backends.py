@@ -140,3 +140,21 @@ def test_final_predictions_leave_the_adapter_merged():
     final = generate(cfg, model, tok, rows, Accelerator(cpu=True), final=True)
     assert final == during and all(m.merged for m in layers)
     assert generate(cfg, model, tok, rows, Accelerator(cpu=True), final=True) == during  # merged already
+
+
+def test_continuous_cache_blocks_by_hand():
+    from multimsd.training.config import EvalSettings
+    from multimsd.training.kinds.causal import CONTINUOUS_PAGE, continuous_cache_blocks
+
+    model = torch.nn.Linear(2, 2)  # a CPU model: auto is 8192 tokens
+    ids = [[1] * 90, [2] * 30]  # longest row: 90 + 10 new = 100 tokens
+    s = EvalSettings(max_new_tokens=10)
+    assert CONTINUOUS_PAGE == 256
+    assert continuous_cache_blocks(s, model, ids, on_cuda=False) == 8192 // 256 == 32
+    assert continuous_cache_blocks(s, model, ids, on_cuda=True) is None  # transformers sizes it from the GPU
+    s.max_batch_tokens = 1000
+    assert continuous_cache_blocks(s, model, ids, on_cuda=True) == 4  # ceil(1000 / 256)
+    s.max_batch_tokens = 50  # less than the longest row: room for it all the same
+    assert continuous_cache_blocks(s, model, ids, on_cuda=False) == 1  # ceil(100 / 256)
+    s.max_batch_tokens, s.batch_size = 0, 8  # the old way: batch_size rows of the longest, 800 tokens
+    assert continuous_cache_blocks(s, model, ids, on_cuda=False) == 4

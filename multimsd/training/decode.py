@@ -20,10 +20,10 @@ old fixed 8192 cut 128 prompts of Llama-8B with 256 new tokens into 7 batches of
 **Backends** (``eval.backend``, :data:`BACKENDS`). ``generate``: ``model.generate`` on each batch (every
 kind). The causal kind also has ``static``: transformers' static KV cache (``cache_implementation="static"``),
 which on CUDA makes ``generate`` compile the decoding step (``torch.compile``, CUDA graphs); the batch sizes
-are rounded down to powers of two (:func:`bucketed`) and the cache length fixed for the call, so a decode
-compiles a handful of graphs, not one per batch. And ``continuous``: transformers' continuous batching
+are rounded down to powers of two (:func:`bucketed`) and the cache keeps the length of the first (longest)
+batch, so a decode compiles a handful of graphs, not one per batch. And ``continuous``: transformers' continuous batching
 (``model.generate_batch``, a paged KV cache; the rows are scheduled by transformers, not in batches here).
-All give plain ``generate``'s greedy tokens in float32 (``tests/test_decode.py``).
+All give plain ``generate``'s greedy tokens in float32 (``tests/test_decode_backends.py``).
 
 **Cut outputs** (:class:`Generated`, :func:`cut_at_cap`). Every built-in kind returns its outputs as
 :class:`Generated` strings that also say whether generation stopped because it reached the token cap

@@ -175,9 +175,12 @@ def continuous_batches(cfg, model, tokenizer, ids: list[list[int]], eos: list[in
     kw = {"warmup": on_cuda}  # warmup pre-captures CUDA graphs; on a CPU there are none to capture
     blocks = continuous_cache_blocks(cfg.eval, model, ids, on_cuda)
     if blocks is not None:
-        from transformers import ContinuousBatchingConfig
-
-        kw["continuous_batching_config"] = ContinuousBatchingConfig(num_blocks=blocks)
+        try:
+            from transformers import ContinuousBatchingConfig
+        except ImportError:  # an older transformers: its own sizing
+            ContinuousBatchingConfig = None  # noqa: N806
+        if ContinuousBatchingConfig is not None:
+            kw["continuous_batching_config"] = ContinuousBatchingConfig(num_blocks=blocks)
     results = list(model.generate_batch(inputs=ids, generation_config=config, **kw).values())
     failed = [r for r in results if r.error is not None]
     if len(results) != len(ids) or failed:
