@@ -158,3 +158,34 @@ def test_continuous_cache_blocks_by_hand():
     assert continuous_cache_blocks(s, model, ids, on_cuda=False) == 1  # ceil(100 / 256)
     s.max_batch_tokens, s.batch_size = 0, 8  # the old way: batch_size rows of the longest, 800 tokens
     assert continuous_cache_blocks(s, model, ids, on_cuda=False) == 4
+
+
+@pytest.mark.usefixtures("fresh_accelerate_state", "one_thread")
+def test_static_backend_compiled_as_on_cuda_same_outputs_few_graphs():
+    """On CUDA ``generate`` compiles the decoding step of a static cache by itself; here it is made to on the
+    CPU (``_compile_all_devices``, dynamo's eager backend: the graph capture without code generation). The
+    compiled steps give the same outputs, and the bucketed batch sizes (4, 2, 1) cost at most three graphs."""
+    import torch._dynamo
+    import torch._dynamo.utils
+    from transformers import CompileConfig
+
+    from multimsd.training.loop import to_train_config
+
+    cfg = to_train_config({"model": {"kind": "causal", "pretrained": "tiny:llama"}})
+    cfg.eval.max_new_tokens = 6
+    model, tok = tiny_llama_lora()
+    rows = mixed_rows()[:7]
+    old = outputs(cfg, model, tok, rows, backend="generate", max_batch_tokens=0, merge_lora=False)
+    compile_config = CompileConfig(backend="eager", mode=None)
+    compile_config._compile_all_devices = True
+    model.get_base_model().generation_config.compile_config = compile_config
+    torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
+    try:
+        new = outputs(cfg, model, tok, rows, backend="static", max_batch_tokens="auto", merge_lora=True)
+        graphs = torch._dynamo.utils.counters["stats"]["unique_graphs"]
+    finally:
+        model.get_base_model().generation_config.compile_config = None
+        torch._dynamo.reset()
+    assert new == old and [g.cut for g in new] == [g.cut for g in old]
+    assert 1 <= graphs <= 3, graphs  # 7 rows in one budget: batches of 4, 2 and 1 rows
