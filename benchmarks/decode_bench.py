@@ -11,14 +11,17 @@ merging changes the weights; ``eval.max_new_tokens`` 64 as in ``conf/train.yaml`
   the adapter applied by peft in every adapted layer, every prompt computed whole;
 * **new**: the defaults: rows sorted by prompt length into batches of at most ``eval.max_batch_tokens``
   (rows x (longest prompt + max_new_tokens)), the adapter merged into the weights while decoding, and the
-  prompt head each language's rows share (chat template + instruction) computed once.
+  prompt head each language's rows share (chat template + instruction) computed once;
+* **new/static**, **new/continuous** (``--backends generate static continuous``): the same with
+  ``eval.backend=static`` (static KV cache; compiled only on CUDA) or ``continuous`` (transformers'
+  continuous batching).
 
 New tokens are the outputs' tokens (re-encoded, EOS not counted), the same number for both paths when their
 outputs agree; the benchmark counts the outputs that differ and prints the first. Seconds are wall-clock; CPU
 seconds (this process) are printed beside them because a shared machine inflates them much less.
 
     python benchmarks/decode_bench.py [--rows N] [--languages en de ...] [--max-new-tokens 64]
-        [--max-batch-tokens N] [--lora-std 0.01] [--repeats 1]
+        [--max-batch-tokens auto|N] [--backends generate ...] [--lora-std 0.01] [--repeats 1]
 """
 
 from __future__ import annotations
@@ -73,6 +76,11 @@ def decode(
     return out, time.perf_counter() - t0, time.process_time() - c0
 
 
+def budget(text: str) -> int | str:
+    """``--max-batch-tokens``: ``auto`` or a number of tokens."""
+    return text if text == "auto" else int(text)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rows", type=int, default=None, help="at most N rows in all (default: every row)")
@@ -82,9 +90,16 @@ def main() -> None:
     )
     ap.add_argument(
         "--max-batch-tokens",
-        type=int,
+        type=budget,
         default=EvalSettings.max_batch_tokens,
-        help="eval.max_batch_tokens of the new path (default: the setting's default)",
+        help="eval.max_batch_tokens of the new path: auto or a number (default: the setting's default)",
+    )
+    ap.add_argument(
+        "--backends",
+        nargs="+",
+        default=[EvalSettings.backend],
+        choices=["generate", "static", "continuous"],
+        help="eval.backend of the new path, one new path each (default: the setting's default)",
     )
     ap.add_argument("--lora-std", type=float, default=0.01, help="standard deviation of the LoRA B entries")
     ap.add_argument(
@@ -105,51 +120,64 @@ def main() -> None:
     rows = [r for split in SPLITS for r in splits[split]]
     accelerator = Accelerator(cpu=True)
 
-    paths = {"old": (0, False), "new": (args.max_batch_tokens, True)}
+    paths = {"old": (0, False, "generate")}
+    for b in args.backends:
+        paths["new" if b == "generate" else f"new/{b}"] = (args.max_batch_tokens, True, b)
 
     def run(name: str, some: dict[str, list[dict]]) -> tuple[list[str], float, float]:
-        cfg.eval.max_batch_tokens, cfg.eval.merge_lora = paths[name]
+        cfg.eval.max_batch_tokens, cfg.eval.merge_lora, cfg.eval.backend = paths[name]
         return decode(cfg, model, tokenizer, some, accelerator)
 
     # One untimed row first: the first generate() of a process pays one-time setup on either path.
-    run("old", {"validation": rows[:1], "test": []})
-    # Alternate the two (old new, new old, ...) and keep each one's fastest run, so that the run order and a
-    # busy moment on a shared machine favour neither.
+    for name in paths:
+        run(name, {"validation": rows[:1], "test": []})
+    # Alternate the paths (forwards, backwards, ...) and keep each one's fastest run, so that the run order and
+    # a busy moment on a shared machine favour none.
     best: dict[str, tuple[list[str], float, float]] = {}
     for r in range(args.repeats):
-        for name in ("old", "new") if r % 2 == 0 else ("new", "old"):
+        for name in list(paths) if r % 2 == 0 else list(paths)[::-1]:
             res = run(name, splits)
             print(f"{name}: {res[1]:.1f} s ({res[2]:.1f} CPU s)", file=sys.stderr, flush=True)
             if name not in best or res[1] < best[name][1]:
                 best[name] = res
     old, old_s, old_cpu = best["old"]
-    new, new_s, new_cpu = best["new"]
 
     def count(texts: list[str]) -> int:
         return sum(len(tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts)
 
-    old_tokens, new_tokens = count(old), count(new)
-    differ = [k for k, (a, b) in enumerate(zip(old, new)) if a != b]
+    old_tokens = count(old)
     print(
         f"\n## Decoding benchmark (SmolLM2-135M-Instruct + LoRA r=4, {len(rows)} rows "
         f"({', '.join(f'{len(splits[s])} {s}' for s in SPLITS)}), {len(args.languages)} language(s), "
         f"greedy, max_new_tokens {args.max_new_tokens}, fp32, {torch.get_num_threads()} CPU threads, "
         f"best of {args.repeats})"
     )
-    print(f"{'path':<56} {'rows':>5} {'new tokens':>10} {'seconds':>8} {'CPU s':>7} {'tokens/s':>9}")
-    for name, n, s, c in (
-        (f"old: input order, batch_size {cfg.eval.batch_size}, peft adapter", old_tokens, old_s, old_cpu),
-        (f"new: sorted, max_batch_tokens {args.max_batch_tokens}, merged, heads", new_tokens, new_s, new_cpu),
-    ):
-        print(f"{name:<56} {len(rows):>5} {n:>10} {s:>8.1f} {c:>7.1f} {n / s:>9.1f}")
+    print(f"{'path':<62} {'rows':>5} {'new tokens':>10} {'seconds':>8} {'CPU s':>7} {'tokens/s':>9}")
     print(
-        f"speed ratio new / old: {new_tokens / new_s / (old_tokens / old_s):.2f}x in tokens/s "
-        f"({old_cpu / new_cpu:.2f}x in CPU seconds; goal >= 2)"
+        f"{f'old: input order, batch_size {cfg.eval.batch_size}, peft adapter':<62} {len(rows):>5} "
+        f"{old_tokens:>10} {old_s:>8.1f} {old_cpu:>7.1f} {old_tokens / old_s:>9.1f}"
     )
-    print(f"outputs that differ  : {len(differ)} of {len(rows)}")
-    if differ:
-        k = differ[0]
-        print(f"first difference, row {k} ({rows[k]['lang']}):\n  old: {old[k]!r}\n  new: {new[k]!r}")
+    for name in paths:
+        if name == "old":
+            continue
+        new, new_s, new_cpu = best[name]
+        new_tokens = count(new)
+        label = f"{name}: sorted, max_batch_tokens {args.max_batch_tokens}, merged" + (
+            ", heads" if name == "new" else ""
+        )
+        print(
+            f"{label:<62} {len(rows):>5} {new_tokens:>10} {new_s:>8.1f} {new_cpu:>7.1f} {new_tokens / new_s:>9.1f}"
+        )
+        differ = [k for k, (a, b) in enumerate(zip(old, new)) if a != b]
+        print(
+            f"  speed ratio {name} / old: {new_tokens / new_s / (old_tokens / old_s):.2f}x in tokens/s "
+            f"({old_cpu / new_cpu:.2f}x in CPU seconds); outputs that differ: {len(differ)} of {len(rows)}"
+        )
+        if differ:
+            k = differ[0]
+            print(
+                f"  first difference, row {k} ({rows[k]['lang']}):\n    old: {old[k]!r}\n    new: {new[k]!r}"
+            )
 
 
 if __name__ == "__main__":

@@ -235,3 +235,164 @@ def test_lstm_same_outputs(monkeypatch):
             if p.dim() == 2:
                 p.normal_(0, 0.5)
     check_same_outputs(cfg, model, tok, mixed_rows(), 2 * (40 + 8), monkeypatch)
+
+
+# ---------------------------------------------------------------------------------------------- the budget
+def llama31_8b_config():
+    from transformers import LlamaConfig
+
+    # Llama-3.1-8B's shapes (its config.json)
+    return LlamaConfig(
+        hidden_size=4096,
+        intermediate_size=14336,
+        num_hidden_layers=32,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+        vocab_size=128256,
+    )
+
+
+def mbart_large_50_config():
+    from transformers import MBartConfig
+
+    # mBART-large-50's shapes (its config.json)
+    return MBartConfig(
+        d_model=1024,
+        encoder_layers=12,
+        decoder_layers=12,
+        encoder_attention_heads=16,
+        decoder_attention_heads=16,
+        encoder_ffn_dim=4096,
+        decoder_ffn_dim=4096,
+        vocab_size=250054,
+    )
+
+
+def test_kv_cache_and_activation_bytes_by_hand():
+    from multimsd.training.decode import activation_bytes_per_token, kv_cache_bytes_per_token
+
+    llama = llama31_8b_config()
+    # keys + values x 32 layers x 8 KV heads x head dim 4096 / 32 = 128 x 2 bytes (bf16)
+    assert kv_cache_bytes_per_token(llama, 2) == 2 * 32 * 8 * 128 * 2 == 131_072
+    assert kv_cache_bytes_per_token(llama, 2, num_beams=4) == 4 * 131_072
+    # residual stream 4096 + gate and up 2 x 14336, bf16
+    assert activation_bytes_per_token(llama, 2) == (4096 + 2 * 14336) * 2 == 65_536
+    mbart = mbart_large_50_config()
+    # a decoder layer's keys + values: 2 x 12 layers x 16 heads x 64 = 24,576 values, plus the encoder's output
+    # (d_model 1024) kept for the cross-attention: 25,600 values, float32 4 bytes = 102,400; 5 beams: 512,000
+    assert kv_cache_bytes_per_token(mbart, 4) == 102_400
+    assert kv_cache_bytes_per_token(mbart, 4, num_beams=5) == 512_000
+    assert kv_cache_bytes_per_token(mbart, 2, num_beams=5) == 256_000  # bf16
+    # d_model 1024 + 2 x FFN 4096, float32
+    assert activation_bytes_per_token(mbart, 4) == (1024 + 2 * 4096) * 4 == 36_864
+
+
+def test_auto_batch_tokens_by_hand():
+    from multimsd.training.decode import GIB, auto_batch_tokens
+
+    # 10 GiB free: 90 % = 9 GiB, less 1 GiB = 8 GiB, over 128 KiB + 64 KiB a token = 8 * 2**30 / (192 * 2**10)
+    assert auto_batch_tokens(10 * GIB, 131_072, 65_536) == 8 * 2**20 // 192 == 43_690
+    assert auto_batch_tokens(10 * GIB, 131_072) == 8 * 2**20 // 128 == 65_536  # KV cache alone
+    # 128 prompts x (100 + 256 new tokens) of Llama-8B fit in one batch on ~30 GiB free
+    assert auto_batch_tokens(30 * GIB, 131_072, 65_536) >= 128 * 356
+    assert auto_batch_tokens(GIB, 131_072) == 1  # nothing usable: a row at a time
+    assert auto_batch_tokens(0, 131_072) == 1
+
+
+def test_batch_token_budget(monkeypatch):
+    from multimsd.training import decode
+
+    model, _ = tiny_llama_lora()
+    auto = EvalSettings()
+    assert auto.max_batch_tokens == "auto" and auto.backend == "generate"
+    # on a CPU (and without a model): today's figure
+    assert decode.batch_token_budget(auto, model) == decode.CPU_BATCH_TOKENS == 8192
+    assert decode.batch_token_budget(auto) == 8192
+    assert decode.batch_token_budget(EvalSettings(max_batch_tokens=500), model) == 500
+    assert decode.batch_token_budget(EvalSettings(max_batch_tokens=0), model) == 0
+    # on CUDA, from the free memory: tiny Llama (2 layers, 2 KV heads of 32 / 4 = 8, float32) takes
+    # 2 x 2 x 2 x 8 x 4 = 256 bytes of KV cache and (32 + 2 x 64) x 4 = 640 of activations a token
+    monkeypatch.setattr(decode, "free_device_bytes", lambda device: 11 * decode.GIB)
+    assert decode.batch_token_budget(auto, model) == (int(11 * decode.GIB * 0.9) - decode.GIB) // (256 + 640)
+    beams = EvalSettings(num_beams=4)
+    assert decode.batch_token_budget(beams, model) == (int(11 * decode.GIB * 0.9) - decode.GIB) // (
+        4 * 256 + 640
+    )
+
+
+@pytest.mark.parametrize("value", ["big", -1, 2.5, True, None])
+def test_max_batch_tokens_must_be_auto_or_a_count(value):
+    from multimsd.errors import MultimsdError
+    from multimsd.training.loop import to_train_config
+
+    with pytest.raises(
+        MultimsdError, match=r"eval.max_batch_tokens=.*: choose auto .* or a number of tokens >= 0"
+    ):
+        EvalSettings(max_batch_tokens=value)
+    with pytest.raises(MultimsdError, match="eval.max_batch_tokens="):
+        to_train_config({"eval": {"max_batch_tokens": value}})
+    assert to_train_config({"eval": {"max_batch_tokens": 65536}}).eval.max_batch_tokens == 65536
+    assert to_train_config({"eval": {"max_batch_tokens": "auto"}}).eval.max_batch_tokens == "auto"
+
+
+def test_backend_must_be_known():
+    from multimsd.errors import MultimsdError
+    from multimsd.training.loop import to_train_config
+
+    with pytest.raises(MultimsdError, match="eval.backend='vllm': choose generate or static or continuous"):
+        EvalSettings(backend="vllm")
+    assert to_train_config({"eval": {"backend": "continuous"}}).eval.backend == "continuous"
+
+
+def test_bucketed_by_hand():
+    from multimsd.training.decode import bucketed
+
+    assert [len(b) for b in bucketed([list(range(100))])] == [64, 32, 4]
+    assert bucketed([[5, 3, 1], [2], [4, 0, 6, 7]]) == [[5, 3], [1], [2], [4, 0, 6, 7]]
+    assert bucketed([]) == []
+    lengths = [3, 9, 1, 7, 7, 2]
+    seen = []
+
+    def decode(idx):
+        seen.append(list(idx))
+        return [f"row {k}" for k in idx]
+
+    # budget 30: 3 x (9 + 1) rows, then 3 x (2 + 1): cut to 2 + 1 each, in input order again
+    settings = EvalSettings(max_new_tokens=1, max_batch_tokens=30)
+    assert decode_batches(lengths, settings, decode, buckets=True) == [f"row {k}" for k in range(6)]
+    assert seen == [[1, 3], [4], [0, 5], [2]]
+
+
+# ---------------------------------------------------------------------------------------------- LoRA copies
+def test_copies_fit_by_hand():
+    from multimsd.training.decode import copies_fit
+
+    assert copies_fit(10, None)  # a CPU: host memory is the device's
+    assert copies_fit(50, 100) and not copies_fit(51, 100)  # at most half the free memory
+
+
+def test_merged_lora_without_restore_stays_merged_and_copies_nothing(monkeypatch):
+    from multimsd.training import decode
+
+    model, _ = tiny_llama_lora()
+    ids = torch.tensor([[1, 5, 9, 200, 31]])
+    with torch.no_grad():
+        logits = model(input_ids=ids).logits
+    with merged_lora(model):
+        merged = {n: p.detach().clone() for n, p in model.named_parameters()}
+
+    def no_copies(params):
+        raise AssertionError("copied")
+
+    monkeypatch.setattr(decode, "_copy_aside", no_copies)
+    with merged_lora(model, restore=False):
+        pass
+    # the same merged weights as with a restore, still in place after the block, and peft knows it
+    assert all(torch.equal(p, merged[n]) for n, p in model.named_parameters())
+    layers = [m for m in model.modules() if hasattr(m, "merged_adapters")]
+    assert layers and all(m.merged for m in layers)
+    with torch.no_grad():
+        assert torch.allclose(model(input_ids=ids).logits, logits, atol=1e-4, rtol=1e-4)
+    with merged_lora(model):  # merged already: nothing to merge, copy or restore
+        pass
+    assert all(torch.equal(p, merged[n]) for n, p in model.named_parameters())

@@ -14,6 +14,7 @@ from multimsd.errors import MultimsdError
 from multimsd.split import check_split_config
 from multimsd.training.checkpoint import last_checkpoint
 from multimsd.training.config import TrainConfig
+from multimsd.training.decode import check_backend
 from multimsd.training.kinds import get_kind
 
 
@@ -30,6 +31,8 @@ def check_config(cfg: TrainConfig) -> None:
     if cfg.optim.scheduler == "exponential" and not 0 < cfg.optim.gamma <= 1:
         raise MultimsdError(f"optim.gamma={cfg.optim.gamma}: the decay per step must be in (0, 1]")
     kind.check(cfg)  # the kind's own settings (the LSTM's sizes, mode=icl for chat models only, ...)
+    # a decoding backend the kind does not have: at start-up, not at the first decode after an epoch
+    check_backend(cfg.eval.backend, getattr(kind, "decode_backends", ("generate",)), cfg.model.kind)
     if cfg.eval.early_stopping_metric not in ("loss", "sari"):
         raise MultimsdError(
             f"eval.early_stopping_metric={cfg.eval.early_stopping_metric!r}: choose loss or sari"

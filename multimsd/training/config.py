@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from multimsd import LANGUAGES
 from multimsd.split import SplitConfig
@@ -103,21 +104,36 @@ class EvalSettings:
     num_beams: int = 1  # mBART: 5 (paper); causal LMs: greedy
     # Decoding batches (multimsd.training.decode): rows sorted by input length, longest first, and a batch
     # filled while rows * (longest input + max_new_tokens) <= max_batch_tokens (the batch's KV cache at the
-    # end, in tokens; Llama-3.1-8B: 128 KiB a token in bf16, so 8192 = 1 GiB). 8192 because on the 2-core CPU
-    # (SmolLM2 + LoRA, 111 sample rows, 64 new tokens) budgets of 4096 / 8192 / 16384 / 32768 took 56 / 46 / 46
-    # / 54 s: bigger batches amortise the weights over more rows until rows that finished early but still ride
-    # along cost more; on a GPU, where decoding is memory-bound, raise it as far as memory allows (e.g. 65536 =
-    # 8 GiB of KV cache for Llama-8B). batch_size does not cap a budgeted batch. With a budget, greedy causal
-    # LMs also compute the prompt head that a language's rows share (chat template + instruction) once.
-    # 0 = the old way: input order, batch_size rows a batch, every prompt computed whole.
-    max_batch_tokens: int = 8192
+    # end, in tokens; Llama-3.1-8B: 128 KiB a token in bf16, so 8192 = 1 GiB). auto: on CUDA, what the device's
+    # free memory holds (90 % of it less 1 GiB, over a token's KV cache, x num_beams, and prefill activations;
+    # on a GPU decoding is memory-bound and the biggest batch is the fastest); on a CPU 8192, because on the
+    # 2-core CPU (SmolLM2 + LoRA, 111 sample rows, 64 new tokens) budgets of 4096 / 8192 / 16384 / 32768 took
+    # 56 / 46 / 46 / 54 s: bigger batches amortise the weights over more rows until rows that finished early but
+    # still ride along cost more. A number sets the budget. batch_size does not cap a budgeted batch. With a
+    # budget, greedy causal LMs (backend generate) also compute the prompt head that a language's rows share
+    # (chat template + instruction) once. 0 = the old way: input order, batch_size rows a batch, every prompt
+    # computed whole.
+    max_batch_tokens: Any = "auto"  # auto | tokens >= 0
     batch_size: int = 8  # rows a decoding batch when max_batch_tokens=0
+    # How the causal kind decodes (other kinds: generate only). generate: model.generate on each batch.
+    # static: transformers' static KV cache; on CUDA generate then compiles the decoding step (torch.compile,
+    # CUDA graphs), batch sizes rounded down to powers of two so that few graphs are compiled. continuous:
+    # transformers' continuous batching (model.generate_batch, paged KV cache; it schedules the rows itself).
+    # continuous is greedy only. All give the same greedy outputs in float32 (tests/test_decode_backends.py).
+    backend: str = "generate"  # generate | static | continuous
     # Merge a LoRA adapter into the base weights while decoding (one matmul a layer instead of three); the
-    # base weights are copied to host memory first and restored bit for bit after (Llama-8B: ~14 GiB of RAM).
+    # base weights are copied aside first and restored bit for bit after (on the device when the copy takes at
+    # most half its free memory, else in host memory: Llama-8B ~14 GiB); the final predictions merge with no copy.
     merge_lora: bool = True
     early_stopping_metric: str = "loss"  # loss (validation cross-entropy, paper) | sari
     patience: int = 1
     before_training: bool = True  # also evaluate the untrained model (for a before/after comparison)
+
+    def __post_init__(self) -> None:
+        from multimsd.training.decode import check_backend, check_max_batch_tokens
+
+        check_max_batch_tokens(self.max_batch_tokens)
+        check_backend(self.backend)
 
 
 @dataclass

@@ -9,6 +9,22 @@ keeps the old way (input order, ``eval.batch_size`` rows a batch). Either way th
 order (:func:`decode_batches`). The causal kind also computes the prompt head a language's rows share only
 once (:func:`shared_prefix_lengths`, ``multimsd.training.kinds.causal.PromptHeads``).
 
+**The budget** (:func:`batch_token_budget`). ``eval.max_batch_tokens=auto`` (the default) sizes it from the
+device: on a CPU it is 8192 (the best of 4096 … 32768 on the 2-core CPU, see ``EvalSettings``); on CUDA it is
+what the free memory holds (:func:`auto_batch_tokens`): 90 % of the free memory less 1 GiB, divided by a
+token's KV cache (:func:`kv_cache_bytes_per_token`, times ``num_beams``: every beam has its own cache) plus
+a token's prefill activations (:func:`activation_bytes_per_token`). On a GPU decoding is memory-bound and its
+throughput grows about linearly with the rows of a batch, so the biggest batch that fits is the fastest; the
+old fixed 8192 cut 128 prompts of Llama-8B with 256 new tokens into 7 batches of 14–21 rows (issue #30).
+
+**Backends** (``eval.backend``, :data:`BACKENDS`). ``generate``: ``model.generate`` on each batch (every
+kind). The causal kind also has ``static``: transformers' static KV cache (``cache_implementation="static"``),
+which on CUDA makes ``generate`` compile the decoding step (``torch.compile``, CUDA graphs); the batch sizes
+are rounded down to powers of two (:func:`bucketed`) and the cache keeps the length of the first (longest)
+batch, so a decode compiles a handful of graphs, not one per batch. And ``continuous``: transformers' continuous batching
+(``model.generate_batch``, a paged KV cache; the rows are scheduled by transformers, not in batches here).
+All give plain ``generate``'s greedy tokens in float32 (``tests/test_decode_backends.py``).
+
 **Cut outputs** (:class:`Generated`, :func:`cut_at_cap`). Every built-in kind returns its outputs as
 :class:`Generated` strings that also say whether generation stopped because it reached the token cap
 (``eval.max_new_tokens``) rather than at an end-of-sequence token; the training stage writes that next to the
@@ -16,10 +32,13 @@ predictions (:func:`multimsd.training.predict.write_generation_info`) and the ev
 cut outputs. A plugin kind that returns plain strings leaves it unknown.
 
 **LoRA** (:func:`merged_lora`). peft runs every adapted linear layer as the base matmul plus two small
-adapter matmuls; merged (``W + s·BA``) it is one matmul again. The model keeps training after the per-epoch
-validation generation and a resumed run must be bit-exact, so the base weights are copied aside before the
-merge and copied back after: ``unmerge_adapter()`` alone (``W + s·BA - s·BA``) does not give ``W`` back in
-floating point.
+adapter matmuls; merged (``W + s·BA``) it is one matmul again, merged once per decoding call, in place on the
+device. The model keeps training after the per-epoch validation generation and a resumed run must be
+bit-exact, so the base weights are copied aside before the merge and copied back after: ``unmerge_adapter()``
+alone (``W + s·BA - s·BA``) does not give ``W`` back in floating point. The copy stays on the device when it
+takes at most half of the device's free memory (a device-to-device copy; the other half is left to the
+decoding batch), else it goes to host memory. The final predictions, after which the model trains no more,
+merge with no copy at all (``restore=False``): the model stays merged.
 """
 
 from __future__ import annotations
@@ -27,11 +46,145 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import Any, TypeVar
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+BACKENDS = ("generate", "static", "continuous")
+"""The values of ``eval.backend``; the causal kind has all of them, every other kind ``generate`` only."""
+
+CPU_BATCH_TOKENS = 8192
+"""``eval.max_batch_tokens=auto`` on a CPU (and wherever the device's free memory is unknown)."""
+
+GIB = 1 << 30
+
+
+def check_max_batch_tokens(value: Any) -> int | str:
+    """``eval.max_batch_tokens`` as given, if it is ``auto`` or an int >= 0; else one clear error."""
+    from multimsd.errors import MultimsdError
+
+    if value == "auto" or (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
+        return value
+    raise MultimsdError(
+        f"eval.max_batch_tokens={value!r}: choose auto (sized from the device's free memory) or a number of "
+        "tokens >= 0 (0 = input order, eval.batch_size rows a batch)"
+    )
+
+
+def check_backend(value: Any, allowed: Sequence[str] = BACKENDS, kind: str | None = None) -> str:
+    """``eval.backend`` as given if it is one of ``allowed`` (the backends of model kind ``kind``); else one
+    clear error naming what works."""
+    from multimsd.errors import MultimsdError
+
+    if value in allowed:
+        return value
+    where = f" for model.kind={kind}" if kind else ""
+    raise MultimsdError(f"eval.backend={value!r}{where}: choose {' or '.join(allowed)}")
+
+
+def kv_cache_bytes_per_token(config, dtype_bytes: int, num_beams: int = 1) -> int:
+    """Bytes of KV cache one token of a decoding batch takes, from a transformers model ``config``.
+
+    A decoder-only model: keys and values of every layer, ``2 * layers * kv heads * head dim * dtype_bytes``
+    (Llama-3.1-8B in bf16: 2 * 32 * 8 * 128 * 2 = 131,072). An encoder-decoder (``is_encoder_decoder``):
+    the budget counts a row's source tokens and its new tokens alike, and each takes a decoder layer's keys and
+    values (cross-attention for a source token, self-attention for a new one; mBART's layers have the same
+    shape for both) plus, for a source token, the encoder's output kept for the cross-attention: ``(2 *
+    decoder layers * heads * head dim + d_model) * dtype_bytes``. Beam search keeps a cache per beam:
+    times ``num_beams``.
+    """
+    enc_dec = bool(getattr(config, "is_encoder_decoder", False))
+    if enc_dec:
+        layers = getattr(config, "decoder_layers", None) or config.num_hidden_layers
+        heads = getattr(config, "decoder_attention_heads", None) or config.num_attention_heads
+        hidden = getattr(config, "d_model", None) or config.hidden_size
+        kv_heads = heads
+    else:
+        layers = config.num_hidden_layers
+        heads = config.num_attention_heads
+        hidden = config.hidden_size
+        kv_heads = getattr(config, "num_key_value_heads", None) or heads
+    head_dim = getattr(config, "head_dim", None) or hidden // heads
+    per_token = 2 * layers * kv_heads * head_dim + (hidden if enc_dec else 0)
+    return per_token * dtype_bytes * max(num_beams, 1)
+
+
+def activation_bytes_per_token(config, dtype_bytes: int) -> int:
+    """An upper bound of the activations one prompt token holds at the peak of the prefill: the residual stream
+    and an MLP's two intermediate projections (gate and up; mBART's fc1 and its activation) of the layer being
+    computed, ``(hidden + 2 * intermediate) * dtype_bytes`` (Llama-3.1-8B in bf16: (4096 + 2 * 14336) * 2 =
+    65,536). The budget charges it on every token, new ones too: safe, and cheap next to the KV cache."""
+    hidden = getattr(config, "d_model", None) or config.hidden_size
+    inter = (
+        getattr(config, "intermediate_size", None)
+        or getattr(config, "decoder_ffn_dim", None)
+        or getattr(config, "ffn_dim", None)
+        or 4 * hidden
+    )
+    return (hidden + 2 * inter) * dtype_bytes
+
+
+def auto_batch_tokens(free_bytes: int, kv_per_token: int, act_per_token: int = 0) -> int:
+    """The token budget of a decoding batch that ``free_bytes`` of device memory hold: 90 % of them less 1 GiB
+    (the logits of a step, allocator fragmentation, whatever else the device holds meanwhile), divided by
+    what a token takes (its KV cache and prefill activations). At least 1 (a row over the budget is still
+    decoded, alone)."""
+    usable = int(free_bytes * 0.9) - GIB
+    return max(usable // max(kv_per_token + act_per_token, 1), 1)
+
+
+def free_device_bytes(device) -> int | None:
+    """Free memory of a CUDA ``device`` in bytes (the driver's free memory plus what PyTorch's allocator
+    holds unused), or None for any other device."""
+    import torch
+
+    device = torch.device(device)
+    if device.type != "cuda" or not torch.cuda.is_available():
+        return None
+    free, _ = torch.cuda.mem_get_info(device)
+    return int(free + torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device))
+
+
+def _text_config(model):
+    config = getattr(model, "config", None)
+    if config is not None and hasattr(config, "get_text_config"):
+        try:
+            return config.get_text_config(decoder=True)
+        except TypeError:  # an older transformers
+            return config.get_text_config()
+    return config
+
+
+def batch_token_budget(settings, model=None) -> int:
+    """``eval.max_batch_tokens`` as a number: itself, or for ``auto`` the budget of the model's device
+    (:func:`auto_batch_tokens`; :data:`CPU_BATCH_TOKENS` on a CPU, or without a transformers model)."""
+    value = check_max_batch_tokens(settings.max_batch_tokens)
+    if value != "auto":
+        return value
+    if model is None:
+        return CPU_BATCH_TOKENS
+    import torch
+
+    param = next(iter(model.parameters()), None)
+    config = _text_config(model)
+    free = free_device_bytes(param.device) if param is not None else None
+    if free is None or config is None or not hasattr(config, "num_attention_heads"):
+        return CPU_BATCH_TOKENS
+    dtype_bytes = torch.finfo(param.dtype).bits // 8 if param.dtype.is_floating_point else 4
+    beams = getattr(settings, "num_beams", 1)
+    kv = kv_cache_bytes_per_token(config, dtype_bytes, beams)
+    act = activation_bytes_per_token(config, dtype_bytes)
+    tokens = auto_batch_tokens(free, kv, act)
+    log.info(
+        "eval.max_batch_tokens=auto: %d tokens (%.1f GiB free, %d bytes of KV cache and %d of activations a token)",
+        tokens,
+        free / GIB,
+        kv,
+        act,
+    )
+    return tokens
 
 
 class Generated(str):
@@ -115,18 +268,39 @@ def length_batches(
     return batches
 
 
+def bucketed(batches: list[list[int]]) -> list[list[int]]:
+    """Each batch cut into parts whose row counts are powers of two, largest first (100 rows: 64 + 32 + 4):
+    a compiled decoding step (``eval.backend=static`` on CUDA) is compiled once per batch size, so a decode
+    meets at most log2(rows) + 1 sizes instead of one per batch."""
+    out = []
+    for batch in batches:
+        start = 0
+        while start < len(batch):
+            size = 1 << ((len(batch) - start).bit_length() - 1)
+            out.append(batch[start : start + size])
+            start += size
+    return out
+
+
 def decode_batches(
     lengths: Sequence[int],
     settings,
     decode: Callable[[list[int]], list[T]],
+    model=None,
+    buckets: bool = False,
 ) -> list[T]:
     """``decode(indices)`` on each batch of :func:`length_batches` (``settings``: the ``eval`` section), the
-    results put back in input order. With a budget ``eval.batch_size`` does not cap the rows: the budget is
-    what bounds memory, and short rows are cheapest decoded many at a time."""
-    if settings.max_batch_tokens > 0:
-        batches = length_batches(lengths, settings.max_batch_tokens, settings.max_new_tokens)
+    results put back in input order. With a budget (``eval.max_batch_tokens``, ``auto`` sized for ``model``'s
+    device by :func:`batch_token_budget`) ``eval.batch_size`` does not cap the rows: the budget is what bounds
+    memory, and short rows are cheapest decoded many at a time. ``buckets``: batch sizes rounded down to powers
+    of two (:func:`bucketed`)."""
+    budget = batch_token_budget(settings, model)
+    if budget > 0:
+        batches = length_batches(lengths, budget, settings.max_new_tokens)
     else:
         batches = length_batches(lengths, 0, settings.max_new_tokens, max_rows=settings.batch_size)
+    if buckets:
+        batches = bucketed(batches)
     out: list[T | None] = [None] * len(lengths)
     for idx in batches:
         results = decode(idx)
@@ -163,20 +337,47 @@ def _lora_layers(model) -> list:
     return layers
 
 
+def copies_fit(need_bytes: int, free_bytes: int | None) -> bool:
+    """Whether copies of ``need_bytes`` stay on the device: its free memory is unknown (a CPU: host memory is
+    its memory) or they take at most half of it (the other half is the decoding batch's)."""
+    return free_bytes is None or need_bytes <= free_bytes // 2
+
+
+def _copy_aside(params: list) -> list:
+    """Copies of ``params`` for a bit-exact restore: on their device when they fit (:func:`copies_fit`), else in
+    host memory."""
+    import torch
+
+    device = params[0].device
+    need = sum(p.numel() * p.element_size() for p in params)
+    free = free_device_bytes(device)
+    where = device if copies_fit(need, free) else torch.device("cpu")
+    if free is not None:
+        log.info("LoRA merge: %.1f GiB of base weights copied aside on %s", need / GIB, where)
+    return [p.detach().to(where, copy=True) for p in params]
+
+
 @contextmanager
-def merged_lora(model, enabled: bool = True) -> Iterator[None]:
+def merged_lora(model, enabled: bool = True, restore: bool = True) -> Iterator[None]:
     """Inside the block, the model's LoRA adapter is merged into its base weights (one matmul a layer
-    instead of three); on exit every base weight (and bias) is restored bit for bit from a copy taken
-    before the merge, in host memory so that a GPU needs no room for it. No-op for a model without LoRA."""
+    instead of three), in place on the device. With ``restore`` every base weight (and bias) is restored on
+    exit bit for bit from a copy taken before the merge, on the device when there is room for it, else in host
+    memory (:func:`_copy_aside`). Without ``restore`` nothing is copied and the model stays merged (decoding
+    later goes through the merged weights; for the final predictions, after which the model trains no more).
+    No-op for a model without LoRA (or whose adapter is merged already)."""
     layers = _lora_layers(model) if enabled and hasattr(model, "merge_adapter") else []
     if not layers:
         yield
         return
     saved = []
-    for m in layers:
-        base = m.get_base_layer()
-        params = [p for p in (base.weight, base.bias) if p is not None]
-        saved.append((m, [(p, p.detach().to("cpu", copy=True)) for p in params]))
+    if restore:
+        params = [
+            p for m in layers for p in (m.get_base_layer().weight, m.get_base_layer().bias) if p is not None
+        ]
+        copies = iter(_copy_aside(params))
+        for m in layers:
+            base = m.get_base_layer()
+            saved.append((m, [(p, next(copies)) for p in (base.weight, base.bias) if p is not None]))
     try:
         try:
             model.merge_adapter()

@@ -422,7 +422,8 @@ def write_predictions(
     for split, split_rows in splits.items():
         if not split_rows:
             continue
-        preds = generate(cfg, model, tokenizer, split_rows, accelerator, shot_pool=shot_pool)
+        # the last decoding of the run: nothing trains after it, so the adapter is merged without a copy
+        preds = generate(cfg, model, tokenizer, split_rows, accelerator, shot_pool=shot_pool, final=True)
         if not accelerator.is_main_process:
             continue
         d = out / "predictions" / split

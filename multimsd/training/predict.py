@@ -2,7 +2,8 @@
 
 How a model generates is its kind's business (``generate`` in :mod:`multimsd.training.kinds`, batched by
 :mod:`multimsd.training.decode`); here the rows are split over the processes and gathered back in order, and a
-LoRA adapter is merged into the weights while they are decoded (``eval.merge_lora``).
+LoRA adapter is merged into the weights while they are decoded (``eval.merge_lora``): restored bit for bit
+afterwards while the model trains on, left merged for the final predictions (``final=True``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 import torch
 
 from multimsd.training.attention import decoding_attention
-from multimsd.training.decode import merged_lora
+from multimsd.training.decode import check_backend, merged_lora
 from multimsd.training.kinds import get_kind
 from multimsd.training.prompts import sample_shots
 
@@ -29,18 +30,28 @@ def _shots_by_lang(cfg, shot_pool) -> dict[str, list[tuple[str, str]]]:
     return {lang: sample_shots(pool, cfg.icl.shots, cfg.icl.seed) for lang, pool in by_lang.items()}
 
 
-def generate(cfg, model, tokenizer, rows: list[dict], accelerator, shot_pool=None) -> list[str]:
-    """Outputs for ``rows`` in order; each process decodes its share and the main process gathers them."""
+def generate(
+    cfg, model, tokenizer, rows: list[dict], accelerator, shot_pool=None, final: bool = False
+) -> list[str]:
+    """Outputs for ``rows`` in order; each process decodes its share and the main process gathers them.
+    ``final``: the model trains no more (the final predictions), so a LoRA adapter is merged without a copy of
+    the base weights and stays merged."""
     from accelerate.utils import gather_object
 
     kind = get_kind(cfg.model.kind)
+    # A kind decodes with the backends it names (eval.backend); a plugin kind that names none, with generate.
+    check_backend(cfg.eval.backend, getattr(kind, "decode_backends", ("generate",)), cfg.model.kind)
     model = accelerator.unwrap_model(model)
     was_training = model.training
     model.eval()
     indexed = list(enumerate(rows))
     with accelerator.split_between_processes(indexed) as part:
         local_rows = [r for _, r in part]
-        with torch.no_grad(), merged_lora(model, cfg.eval.merge_lora), decoding_attention(model):
+        with (
+            torch.no_grad(),
+            merged_lora(model, cfg.eval.merge_lora, restore=not final),
+            decoding_attention(model),
+        ):
             preds = kind.generate(cfg, model, tokenizer, local_rows, _shots_by_lang(cfg, shot_pool))
         local = [(k, p) for (k, _), p in zip(part, preds)]
     gathered = dict(gather_object(local)) if accelerator.num_processes > 1 else dict(local)

@@ -10,7 +10,10 @@ import functools
 
 from multimsd.errors import MultimsdError
 from multimsd.training.decode import (
+    BACKENDS,
     Generated,
+    batch_token_budget,
+    check_backend,
     cut_at_cap,
     decode_batches,
     eos_token_ids,
@@ -94,6 +97,8 @@ class CausalKind(TransformerKind):
     def hidden_forward_kw(self, model, batch: dict) -> dict:
         return {}  # a decoder-only LM reads its labels' tokens in input_ids already
 
+    decode_backends = BACKENDS  # eval.backend: generate, static (compiled on CUDA), continuous
+
     def generate(self, cfg, model, tokenizer, rows: list[dict], shots: dict) -> list[str]:
         prompts = [
             tokenizer.apply_chat_template(
@@ -104,21 +109,28 @@ class CausalKind(TransformerKind):
             for r in rows
         ]
         ids = tokenizer(prompts, add_special_tokens=False)["input_ids"]
+        backend = check_backend(cfg.eval.backend, self.decode_backends, "causal")
+        eos = eos_token_ids(model, tokenizer)
+        if backend == "continuous":
+            return continuous_batches(cfg, model, tokenizer, ids, eos)
         gen_kw = {
             "max_new_tokens": cfg.eval.max_new_tokens,
             "do_sample": False,
             "num_beams": cfg.eval.num_beams,
             "pad_token_id": tokenizer.pad_token_id,
         }
-        # The new path (a token budget), greedy: the prompt head a language's rows share (chat template and
-        # instruction: half the prompt tokens on the sample) is computed once and its KV cache reused.
-        share = cfg.eval.max_batch_tokens > 0 and cfg.eval.num_beams == 1
+        if backend == "static":
+            # A static KV cache: on CUDA, generate compiles the decoding step for it (torch.compile, CUDA
+            # graphs). The first batch is the longest (length-sorted), so its cache length is kept for the rest.
+            gen_kw["cache_implementation"] = "static"
+        # With a token budget, greedy: the prompt head a language's rows share (chat template and instruction:
+        # half the prompt tokens on the sample) is computed once and its KV cache reused.
+        share = backend == "generate" and cfg.eval.max_batch_tokens != 0 and cfg.eval.num_beams == 1
         heads = PromptHeads(model, ids, [r["lang"] for r in rows] if share else None)
-        eos = eos_token_ids(model, tokenizer)
 
         def decode(idx: list[int]) -> list[str]:
             new = heads.generate(idx, tokenizer.pad_token_id, gen_kw)
-            if new is None:  # nothing shared: today's path, the tokenizer pads the whole prompts
+            if new is None:  # nothing shared: the tokenizer pads the whole prompts
                 enc = tokenizer(
                     [prompts[k] for k in idx], return_tensors="pt", padding=True, add_special_tokens=False
                 )
@@ -132,9 +144,71 @@ class CausalKind(TransformerKind):
         # decoder-only: pad on the left so every prompt ends where generation starts
         tokenizer.padding_side = "left"
         try:
-            return decode_batches([len(i) for i in ids], cfg.eval, decode)
+            lengths = [len(i) for i in ids]
+            return decode_batches(lengths, cfg.eval, decode, model=model, buckets=backend == "static")
         finally:
             tokenizer.padding_side = side
+
+
+def continuous_batches(cfg, model, tokenizer, ids: list[list[int]], eos: list[int]) -> list[Generated]:
+    """``eval.backend=continuous``: every prompt handed to transformers' continuous batching at once
+    (``generate_batch``: a paged KV cache, sized from the free device memory by transformers; rows join and
+    leave the running batch as they start and end), greedy; the outputs in input order."""
+    import torch
+    from transformers import GenerationConfig
+
+    if cfg.eval.num_beams != 1:
+        raise MultimsdError(
+            f"eval.backend=continuous decodes greedily; eval.num_beams={cfg.eval.num_beams} needs "
+            "eval.backend=generate or static"
+        )
+    if not ids:
+        return []
+    cap = cfg.eval.max_new_tokens
+    config = GenerationConfig(
+        max_new_tokens=cap,
+        do_sample=False,
+        eos_token_id=eos or None,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    on_cuda = next(model.parameters()).device.type == "cuda"
+    kw = {"warmup": on_cuda}  # warmup pre-captures CUDA graphs; on a CPU there are none to capture
+    blocks = continuous_cache_blocks(cfg.eval, model, ids, on_cuda)
+    if blocks is not None:
+        try:
+            from transformers import ContinuousBatchingConfig
+        except ImportError:  # an older transformers: its own sizing
+            ContinuousBatchingConfig = None  # noqa: N806
+        if ContinuousBatchingConfig is not None:
+            kw["continuous_batching_config"] = ContinuousBatchingConfig(num_blocks=blocks)
+    results = list(model.generate_batch(inputs=ids, generation_config=config, **kw).values())
+    failed = [r for r in results if r.error is not None]
+    if len(results) != len(ids) or failed:
+        why = failed[0].error if failed else f"{len(results)} outputs for {len(ids)} prompts"
+        raise MultimsdError(f"eval.backend=continuous: transformers' generate_batch failed ({why})")
+    new = [list(r.generated_tokens) for r in results]
+    # a row shorter than the cap ended; padded with an end token so that cut_at_cap sees it so
+    fill = eos[0] if eos else tokenizer.pad_token_id
+    width = max(len(t) for t in new)
+    tokens = torch.tensor([t + [fill] * (width - len(t)) for t in new], dtype=torch.long)
+    cut = cut_at_cap(tokens, eos, cap)
+    texts = tokenizer.batch_decode(new, skip_special_tokens=True)
+    return [Generated(" ".join(t.split()), c) for t, c in zip(texts, cut)]
+
+
+CONTINUOUS_PAGE = 256  # tokens a page of transformers' paged cache holds (ContinuousBatchingConfig.page_size)
+
+
+def continuous_cache_blocks(settings, model, ids: list[list[int]], on_cuda: bool) -> int | None:
+    """Blocks of ``CONTINUOUS_PAGE`` tokens for the continuous backend's paged cache: None (transformers sizes it
+    from the free memory, 90 %) with ``eval.max_batch_tokens=auto`` on CUDA; else the budget (8192 on a CPU,
+    where transformers would take 90 % of the host's RAM: gigabytes to allocate for a few rows), or with
+    ``eval.max_batch_tokens=0`` ``eval.batch_size`` rows of the longest; at least the longest row."""
+    if settings.max_batch_tokens == "auto" and on_cuda:
+        return None
+    longest = max(len(i) for i in ids) + settings.max_new_tokens
+    budget = batch_token_budget(settings, model) or settings.batch_size * longest
+    return -(-max(budget, longest) // CONTINUOUS_PAGE)
 
 
 class PromptHeads:

@@ -96,6 +96,7 @@ class Seq2SeqKind(TransformerKind):
                 cut = cut_at_cap(gen[:, 1:], eos, cfg.eval.max_new_tokens - 1, forces_end(model))
                 return [Generated(" ".join(t.split()), c) for t, c in zip(texts, cut)]
 
-            texts = decode_batches([len(ids) for ids in encoded], cfg.eval, decode)
+            # eval.max_batch_tokens=auto: sized from the device's free memory, a cache per beam (num_beams)
+            texts = decode_batches([len(ids) for ids in encoded], cfg.eval, decode, model=model)
             out.update(zip(idx, texts))
         return [out[k] for k in range(len(rows))]
