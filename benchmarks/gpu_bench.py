@@ -693,7 +693,9 @@ def main(argv: list[str] | None = None) -> int:
         "--plain-batches", default=None, help="plain generate's batch sizes (GPU 64,128; quick 4,8)"
     )
     ap.add_argument(
-        "--decode-backends", default="", help="also ours with eval.backend=<each>, comma-separated"
+        "--decode-backends",
+        default=None,
+        help="also ours with eval.backend=<each>, comma-separated (GPU: static,continuous; quick: none)",
     )
     ap.add_argument("--decode-overrides", nargs="*", default=[], help="key=value for the backend rows")
     ap.add_argument("--packing-overrides", nargs="*", default=None, help="key=value of the packing row")
@@ -729,6 +731,8 @@ def main(argv: list[str] | None = None) -> int:
     packing = (
         args.packing_overrides if args.packing_overrides is not None else PACKING["gpu" if gpu else "cpu"]
     )
+    if args.decode_backends is None:  # the GPU run measures every backend against plain generate
+        args.decode_backends = "static,continuous" if gpu else ""
     backends = [b for b in args.decode_backends.split(",") if b]
     only = set(args.only or ["train", "checkpoint", "decode"])
     models = [m for m in setups if not args.models or m in args.models]
