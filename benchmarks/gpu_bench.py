@@ -330,11 +330,13 @@ def w_train_trainer(spec: dict) -> dict:
         def get_batch_samples(self, epoch_iterator, num_batches, device):
             batches = list(islice(epoch_iterator, num_batches))  # the step's micro-batches in hand
             if not profiling:
+                # counted before the clock starts (reading them waits for the device; ours reads them once,
+                # after its step, with the loss)
+                clock["tokens"].append(
+                    sum(int(input_tokens(b)) + int(b["labels"].ne(-100).sum()) for b in batches)
+                )
                 _sync()
                 clock["t0"] = time.perf_counter()
-                clock["tokens"].append(
-                    sum(input_tokens(b) + int(b["labels"].ne(-100).sum()) for b in batches)
-                )
             return super().get_batch_samples(iter(batches), len(batches), device)
 
     args = TrainingArguments(
