@@ -152,10 +152,28 @@ def main(argv: list[str]) -> None:
         corpus, journal, base = prepare(args)
         review = prepare_review(args)
         sock = bind(args.host, args.port)
+        # One studio per annotator (multimsd.runlock): the last check and the first write. The journal and
+        # ratings are read again under it: another studio of this annotator may have written until just now.
+        lock = annotator_lock(journal, sock.getsockname()[1]).acquire()
+        journal, review = journal.reread(), prepare_review(args)
     except MultimsdError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
-    serve(args, corpus, journal, base, sock, review)
+    with lock:
+        serve(args, corpus, journal, base, sock, review)
+
+
+def annotator_lock(journal: Journal, port: int):
+    """The lock of the annotator's journal (``STUDIO/.journal-NAME.jsonl.lock``): held while a studio serves;
+    it covers the annotator's gold and ratings files too. Other annotators' studios have their own."""
+    from multimsd.runlock import WriterLock, lock_path
+
+    return WriterLock(
+        lock_path(journal.path),
+        f"annotator {journal.annotator}'s journal {journal.path}",
+        f"multimsd studio on port {port}",
+        "use that studio (one per annotator) or stop it, or start this one with another --annotator",
+    )
 
 
 def serve(
