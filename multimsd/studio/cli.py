@@ -159,8 +159,10 @@ def main(argv: list[str]) -> None:
     except MultimsdError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
-    with lock:
+    try:
         serve(args, corpus, journal, base, sock, review)
+    finally:
+        lock.release()
 
 
 def annotator_lock(journal: Journal, port: int):
