@@ -15,8 +15,11 @@ Why these choices:
   (:func:`multimsd.fsutil.atomic_directory`, which already writes its temporary siblings there) and
   ``multimsd run`` removes a stage's directory whose config changed; a lock file inside would go with them.
   The lock file is created (the parent directory too, as the command would) before anything else is written;
-  a second writer finds it and creates nothing. It is never removed: removing a lock file races with the next
-  writer, which may have just opened it.
+  a second writer finds it and creates nothing. The holder removes it when it is done (the directories made
+  for it too, when they are still empty), so a command that stops early, on bad input, leaves nothing behind;
+  one left by a killed holder is harmless, the next writer locks it. Removing a lock file races with a writer
+  that has just opened it: so a writer that got its lock checks that the path still names the file it locked,
+  and tries again if not.
 * **POSIX record locks** (``fcntl.lockf``: ``F_SETLK`` on the whole file), because the kernel drops them when
   the holding process ends, however it ends (SIGKILL, OOM kill, a crash): no stale lock to remove by hand.
   They are not inherited by forked children (data-loader workers), so a killed run frees its directory at
@@ -29,7 +32,7 @@ Why these choices:
   A POSIX lock is per process and any ``close`` of the file in that process drops it, so the holder never
   opens its own lock file twice: one process that asks twice for a lock it holds is refused like another.
 * **The holder writes its pid, host, start time and command into the file after it has the lock** (and
-  fsyncs it, for readers on other NFS clients); the file's content means something only while it is locked.
+  fsyncs it, for readers on other NFS clients); the details of a killed holder mean nothing once it is gone.
 * **One lock per directory, nested**: ``multimsd run`` holds its run directory while its stages, in the same
   process, each hold their own (``<run>/.align.lock``, ``<run>/systems/.NAME.lock``, …): different files, no
   deadlock, and a stray ``multimsd train output.dir=<run>/systems/NAME`` is refused while the run trains it.
@@ -78,10 +81,14 @@ class WriterLock:
 
     ``command``: what the holder is (``multimsd run``); ``advice``: what a refused writer can do."""
 
-    def __init__(self, path: Path, what: str, command: str, advice: str) -> None:
+    def __init__(
+        self, path: Path, what: str, command: str, advice: str, target: tuple[Path, str] | None = None
+    ) -> None:
         self.path, self.what, self.command, self.advice = Path(path), what, command, advice
+        self.target = target  # (the directory written, its config key): an unwritable one is reported as such
         self.fd: int | None = None
         self.key: tuple[int, int] | None = None
+        self.made: list[Path] = []  # directories created for the lock file, removed with it when left empty
 
     def acquire(self) -> WriterLock:
         """Take the lock or raise the one-line refusal. Creates the lock file (and its directory) if missing."""
@@ -91,43 +98,60 @@ class WriterLock:
             st = os.stat(self.path)
             if (st.st_dev, st.st_ino) in _held:
                 raise MultimsdError(self._refusal(_held[(st.st_dev, st.st_ino)].holder()))
-        fd = self._open()
-        try:
-            st = os.fstat(fd)
-            key = (st.st_dev, st.st_ino)
+        for _ in range(100):
+            fd = self._open()
             try:
-                fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError as e:
-                if e.errno in (errno.EACCES, errno.EAGAIN):
-                    raise MultimsdError(self._refusal(self._read_holder())) from None
-                if e.errno in _UNSUPPORTED:
+                st = os.fstat(fd)
+                try:
+                    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError as e:
+                    if e.errno in (errno.EACCES, errno.EAGAIN):
+                        raise MultimsdError(self._refusal(self._read_holder())) from None
+                    if e.errno not in _UNSUPPORTED:
+                        raise
                     log.warning(
                         "%s: its file system does not support file locks (%s); running without the "
                         "one-writer check (docs/slurm.md)",
                         self.what,
                         e.strerror or errno.errorcode.get(e.errno, e.errno),
                     )
+                    with contextlib.suppress(OSError):
+                        self.path.unlink()
                     os.close(fd)
+                    self._remove_made()
                     return self
-                raise
-        except BaseException:
-            with contextlib.suppress(OSError):
+                # Locked; but a holder that was releasing may have removed this file between our open and our
+                # lock: then the path names another file (or none), and the lock is that one's to take.
+                now = os.stat(self.path)
+                if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+                    raise FileNotFoundError(self.path)
+            except FileNotFoundError:
                 os.close(fd)
-            raise
-        self.fd, self.key = fd, key
-        _held[key] = self
+                continue
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+                self._remove_made()
+                raise
+            break
+        else:  # pragma: no cover - a hundred holders released it while we tried
+            raise MultimsdError(f"{self.what}: cannot lock {self.path}: it keeps being replaced")
+        self.fd, self.key = fd, (st.st_dev, st.st_ino)
+        _held[self.key] = self
         self._write_holder()
         return self
 
     def release(self) -> None:
-        """Give the lock back (clearing the holder's details); closing the file is what frees it."""
+        """Give the lock back: remove the lock file (and the directories made for it, when empty), then close
+        it, which is what frees the lock. A command that stopped early leaves nothing behind."""
         if self.fd is None:
             return
         fd, self.fd = self.fd, None
         _held.pop(self.key, None)
         with contextlib.suppress(OSError):
-            os.ftruncate(fd, 0)
+            self.path.unlink()
         os.close(fd)
+        self._remove_made()
 
     def __enter__(self) -> WriterLock:
         return self.acquire()
@@ -137,17 +161,33 @@ class WriterLock:
 
     # ------------------------------------------------------------------------------------------ internals
     def _open(self) -> int:
+        missing = []
+        d = self.path.parent
+        while not d.exists() and d.parent != d:
+            missing.append(d)
+            d = d.parent
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.made = [m for m in missing if m not in self.made] + self.made  # deepest first
             return os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
         except OSError as e:
             from multimsd.fsutil import check_writable_dir
 
-            check_writable_dir(self.path.parent, f"{self.what}: its directory")  # /proc, a read-only mount…
+            self._remove_made()
+            if self.target is not None:  # /proc, a read-only mount, a path under a file: the usual line
+                check_writable_dir(*self.target)
             raise MultimsdError(
                 f"{self.what}: cannot create its lock file {self.path}: {e.strerror or e} "
                 "(the directory that holds it must be writable)"
             ) from None
+
+    def _remove_made(self) -> None:
+        for d in self.made:  # deepest first; one that is not empty (the command wrote there) stays
+            try:
+                d.rmdir()
+            except OSError:
+                break
+        self.made = []
 
     def holder(self) -> dict:
         """This holder's details, as written into the lock file."""
@@ -196,6 +236,7 @@ def output_lock(directory: Path | str, command: str, key: str = "output.dir") ->
         f"{key} {directory}",
         command,
         f"wait for it to finish or stop it, or choose another {key}",
+        target=(directory, key),
     )
 
 

@@ -104,7 +104,8 @@ def test_the_lock_file_lies_beside_the_directory_and_names_its_holder(tmp_path):
         # a directory inside it has its own lock: a run and its stages never wait for each other
         with runlock.hold(d / "systems" / "a", "train"):
             assert (d / "systems" / ".a.lock").is_file()
-    assert (tmp_path / "out" / ".run.lock").read_text() == ""  # released: no holder
+    # released: the lock file and the directory made for it are gone (a command that failed leaves nothing)
+    assert list(tmp_path.iterdir()) == []
     with runlock.hold(d, "again"):  # free again
         pass
 
@@ -122,6 +123,27 @@ def test_a_second_process_is_refused_until_the_holder_is_killed(tmp_path):
     assert json.loads(runlock.lock_path(d).read_text())["pid"] == proc.pid
     with runlock.output_lock(d, "mine"):
         assert json.loads(runlock.lock_path(d).read_text())["pid"] == os.getpid()
+    assert not runlock.lock_path(d).exists()
+
+
+def test_a_lock_file_removed_by_its_releasing_holder_is_not_taken(tmp_path, monkeypatch):
+    """The race of removing lock files: B opens the file, A releases (removes it, then frees it), B locks the
+    removed file. B must notice (the path names another file, or none) and lock the path's file instead."""
+    d = tmp_path / "run"
+    real_lockf = runlock.fcntl.lockf
+    calls = []
+
+    def lockf(fd, op):
+        if not calls:  # between B's open and B's lock: A removes the file it held
+            runlock.lock_path(d).unlink()
+        calls.append(fd)
+        return real_lockf(fd, op)
+
+    runlock.lock_path(d).write_text("")  # A's file
+    monkeypatch.setattr(runlock.fcntl, "lockf", lockf)
+    with runlock.output_lock(d, "B") as lock:
+        assert len(calls) == 2  # locked the removed file, saw it, locked the new one
+        assert os.fstat(lock.fd).st_ino == runlock.lock_path(d).stat().st_ino
 
 
 def test_only_the_main_process_of_a_distributed_launch_takes_it(tmp_path, monkeypatch):
@@ -140,9 +162,20 @@ def test_a_file_system_without_locks_runs_unlocked_with_one_warning(tmp_path, mo
         raise OSError(errno.ENOLCK, "No locks available")
 
     monkeypatch.setattr(runlock.fcntl, "lockf", no_locks)
-    with caplog.at_level(logging.WARNING, logger="multimsd.runlock"), runlock.hold(tmp_path / "run", "x"):
-        pass
+    with (
+        caplog.at_level(logging.WARNING, logger="multimsd.runlock"),
+        runlock.hold(tmp_path / "a" / "run", "x"),
+    ):
+        assert list(tmp_path.iterdir()) == []  # nothing of the lock is left to confuse anyone
     assert "does not support file locks (No locks available)" in caplog.text
+
+
+def test_a_command_stopped_by_bad_input_leaves_no_lock_behind(tmp_path):
+    """What made the lock (the file, the directories for it) goes when the command fails before it writes."""
+    d = tmp_path / "new" / "out"
+    proc = multimsd("evaluate", f"output.dir={d}", f"refs.path={tmp_path / 'missing.jsonl'}")
+    assert proc.returncode == 2 and proc.stderr.startswith("error: "), proc.stderr
+    assert list(tmp_path.iterdir()) == []
 
 
 # ------------------------------------------------------------------------------------------- the commands

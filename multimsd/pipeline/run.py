@@ -2,7 +2,8 @@
 
 Read top to bottom, this is the pipeline:
 
-1. check that the run directory can be written, before any work (and that it is ours, if it exists);
+1. take the run directory's lock (one writer at a time: :mod:`multimsd.runlock`), check that it can be
+   written, before any work (and that it is ours, if it exists);
 2. compose each stage's config from its own YAML (``conf/align.yaml``, ``conf/train.yaml``,
    ``conf/evaluate.yaml``) and the run's overrides, so a misspelt key fails here, before anything runs;
 3. run the stages in order. A stage whose fingerprint (its resolved config + its upstream fingerprints) is

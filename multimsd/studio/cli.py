@@ -3,7 +3,8 @@
 Every check runs before anything is written: a PATH with no alignments, a malformed gold file or journal,
 a port in use, a bad annotator name are each one ``error: …`` line on stderr and exit status 2. The socket is
 bound here (then handed to uvicorn), so "port in use" is found out before the journal is touched, and
-``--port 0`` takes a free port (the printed URL says which).
+``--port 0`` takes a free port (the printed URL says which). The last check is the annotator's lock
+(:mod:`multimsd.runlock`): a second studio of the same annotator on the same run is refused the same way.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ A run directory with test predictions also gets the outputs view: every system's
 
   --host H          address to listen on (default 127.0.0.1); any other needs the token printed in the URL
   --port N          port (default 8765; 0 picks a free one)
-  --annotator NAME  whose journal and gold file (default: $USER, else "annotator"); letters, digits, - and _
+  --annotator NAME  whose journal and gold file (default: $USER, else "annotator"); letters, digits, - and _;
+                    one studio per annotator and run (a second is refused), other annotators side by side
   --gold FILE       a gold file to start from (read only; recorded in the journal on the first start)
   --aligner M[:θ]   also show aligner M's alignments (symmetric, asymmetric, margin, nm, lexical; θ: its
                     default), computed from the cached vectors; repeatable
