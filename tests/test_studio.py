@@ -514,3 +514,15 @@ def test_one_studio_per_annotator_and_other_annotators_side_by_side(run_dir, tmp
             proc.stderr.close()
     journal = [json.loads(ln) for ln in (root / "studio" / "journal-twin.jsonl").read_text().splitlines()]
     assert [r["seq"] for r in journal] == list(range(1, len(journal) + 1))
+
+
+def test_the_journal_read_again_under_the_lock_has_what_another_studio_wrote(run_dir, tmp_path):
+    """The studio reads the journal before it takes the annotator's lock; one that stopped in between may have
+    written more: :meth:`Journal.reread` (called under the lock) sees it, so seq numbers never repeat."""
+    root, corpus, early, _ = studio(run_dir, tmp_path, annotator="twin")
+    other = early.reread()  # the other studio, which wrote until just now
+    other.act("link", "en", "a1", [((0,), (1,))])
+    other.act("link", "en", "a1", [((2,), (2,))])
+    late = early.reread()
+    assert (early.seq, late.seq) == (0, 2)
+    assert late.act("link", "en", "a2", [((0,), (0,))])["seq"] == 3
