@@ -462,3 +462,67 @@ def test_align_gold_mode_scores_the_aligner_against_the_studios_gold_file(run_di
     got = en["test_articles"][test_id]
     assert (got["correct"], got["predicted"], got["gold"]) == expected[test_id]
     corpus.close()
+
+
+def test_one_studio_per_annotator_and_other_annotators_side_by_side(run_dir, tmp_path):
+    """Issue #32's row: ``--annotator twin`` twice on one run. The second is one line, exit 2, having written
+    nothing; another annotator's studio starts beside it; once the first is SIGKILLed the next one starts
+    (the lock died with it) and sees every action the first acknowledged."""
+    import shutil
+
+    root = tmp_path / "run"
+    shutil.copytree(run_dir, root)
+    first, url = _start(root, "--annotator", "twin")
+    others = []
+    try:
+        body = {"lang": "en", "article_id": "a1", "action": "link", "items": [[0, 1]]}
+        req = urllib.request.Request(
+            f"{url}api/action", data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(req, timeout=60) as r:
+            assert r.status == 200
+        studio_files = {p.name: p.stat().st_mtime_ns for p in (root / "studio").iterdir()}
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        cmd = [sys.executable, "-m", "multimsd.pipeline.cli", "studio", str(root), "--port", "0"]
+        second = subprocess.run(
+            [*cmd, "--annotator", "twin"], capture_output=True, text=True, env=env, timeout=240
+        )
+        assert second.returncode == 2 and second.stdout == "", second
+        assert second.stderr.count("\n") == 1, second.stderr
+        assert second.stderr.startswith(
+            f"error: annotator twin's journal {root / 'studio' / 'journal-twin.jsonl'} is being written by "
+            f"pid {first.pid} on host "
+        ), second.stderr
+        assert f"(multimsd studio on port {url.split(':')[2].split('/')[0]}); " in second.stderr
+        assert "start this one with another --annotator" in second.stderr
+        assert {p.name: p.stat().st_mtime_ns for p in (root / "studio").iterdir()} == studio_files
+        others.append(_start(root, "--annotator", "other")[0])  # another annotator: side by side, as before
+        first.send_signal(signal.SIGKILL)
+        first.wait(timeout=30)
+        again, url = _start(root, "--annotator", "twin")
+        others.append(again)
+        status, page = _get(f"{url}api/article?lang=en&id=a1")
+        assert status == 200 and [(g["complex"], g["simple"]) for g in json.loads(page)["gold"]] == [
+            ([0], [1])
+        ]
+    finally:
+        for proc in (first, *others):
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait(timeout=30)
+            proc.stdout.close()
+            proc.stderr.close()
+    journal = [json.loads(ln) for ln in (root / "studio" / "journal-twin.jsonl").read_text().splitlines()]
+    assert [r["seq"] for r in journal] == list(range(1, len(journal) + 1))
+
+
+def test_the_journal_read_again_under_the_lock_has_what_another_studio_wrote(run_dir, tmp_path):
+    """The studio reads the journal before it takes the annotator's lock; one that stopped in between may have
+    written more: :meth:`Journal.reread` (called under the lock) sees it, so seq numbers never repeat."""
+    root, corpus, early, _ = studio(run_dir, tmp_path, annotator="twin")
+    other = early.reread()  # the other studio, which wrote until just now
+    other.act("link", "en", "a1", [((0,), (1,))])
+    other.act("link", "en", "a1", [((2,), (2,))])
+    late = early.reread()
+    assert (early.seq, late.seq) == (0, 2)
+    assert late.act("link", "en", "a2", [((0,), (0,))])["seq"] == 3

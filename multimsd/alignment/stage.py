@@ -28,7 +28,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from multimsd import LANGUAGES, interrupts
+from multimsd import LANGUAGES, interrupts, runlock
 from multimsd.alignment.aligners import ALIGNERS, aligner_candidates, all_modes, check_threshold, get_aligner
 from multimsd.alignment.aligners.registry import STAGE_MODES
 from multimsd.alignment.embed.shard import current_shard
@@ -102,18 +102,22 @@ def run(cfg: AlignConfig | DictConfig | dict) -> dict:
     """
     cfg = to_config(cfg)
     check_config(cfg)
-    if cfg.mode == "gold":
-        from multimsd.alignment.goldmode import run_gold
+    # One writer per output directory (multimsd.runlock); an aligner's own mode writes where its options say.
+    written = {"align": ("output.dir", cfg.output.dir), "gold": ("gold.report_dir", cfg.gold.report_dir)}
+    key, directory = written.get(cfg.mode, ("", None))
+    with runlock.hold(directory, f"align mode={cfg.mode}", key):
+        if cfg.mode == "gold":
+            from multimsd.alignment.goldmode import run_gold
 
-        return run_gold(cfg)
-    if cfg.mode != "align":  # an aligner's own mode (e.g. training its model)
-        return all_modes()[cfg.mode](cfg)
-    out_dir = Path(cfg.output.dir)
-    _check_output_dir(out_dir)
-    started = time.time()
-    # An interrupt (Ctrl-C, SIGTERM) prints one line: the output is written whole at the end, or not at all.
-    with interrupts.note(state=lambda: interrupts.output_state(out_dir, started)):
-        return _align(cfg, out_dir)
+            return run_gold(cfg)
+        if cfg.mode != "align":  # an aligner's own mode (e.g. training its model)
+            return all_modes()[cfg.mode](cfg)
+        out_dir = Path(cfg.output.dir)
+        _check_output_dir(out_dir)
+        started = time.time()
+        # An interrupt (Ctrl-C, SIGTERM) prints one line: the output is written whole at the end, or not at all.
+        with interrupts.note(state=lambda: interrupts.output_state(out_dir, started)):
+            return _align(cfg, out_dir)
 
 
 def _align(cfg: AlignConfig, out_dir: Path) -> dict:

@@ -33,7 +33,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from multimsd import LANGUAGES, __version__, interrupts
+from multimsd import LANGUAGES, __version__, interrupts, runlock
 from multimsd.config import EvaluateConfig
 from multimsd.errors import MultimsdError
 from multimsd.evaluation.inputs import BASELINES, load_predictions, load_references
@@ -146,12 +146,13 @@ def run(cfg: EvaluateConfig | DictConfig | dict) -> dict:
     cfg = to_config(cfg)
     check_config(cfg)
     out_dir = Path(cfg.output.dir)
-    check_replaceable(out_dir, MARKER, "a multimsd evaluation output")
-    check_writable_dir(out_dir, "output.dir")
-    started = time.time()
-    # An interrupt (Ctrl-C, SIGTERM) prints one line: the output is written whole at the end, or not at all.
-    with interrupts.note(state=lambda: interrupts.output_state(out_dir, started)):
-        return _evaluate(cfg, out_dir)
+    with runlock.hold(out_dir, "evaluate"):  # one writer per output directory (multimsd.runlock)
+        check_replaceable(out_dir, MARKER, "a multimsd evaluation output")
+        check_writable_dir(out_dir, "output.dir")
+        started = time.time()
+        # An interrupt (Ctrl-C, SIGTERM) prints one line: the output is written whole at the end, or not at all.
+        with interrupts.note(state=lambda: interrupts.output_state(out_dir, started)):
+            return _evaluate(cfg, out_dir)
 
 
 def _evaluate(cfg: EvaluateConfig, out_dir: Path) -> dict:

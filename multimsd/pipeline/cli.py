@@ -34,7 +34,8 @@ usage: multimsd run [--help] [--cfg] [--config-dir DIR] [key=value ...]
 Runs align -> (gold) -> train / prompt every system -> evaluate -> report into one run directory
 (default outputs/run). With no overrides: the bundled sample, offline models, 2 CPU cores.
 A stage whose resolved config is unchanged and whose outputs are intact is skipped on a re-run;
-a killed run continues where it stopped.
+a killed run continues where it stopped. One run at a time writes a run directory: a second one into it
+is refused (one line naming the first one's pid and host, exit 2).
 
 Run keys (conf/pipeline/run.yaml):
   output.dir=PATH              the run directory (report.html, results.json, every stage's outputs);

@@ -2,7 +2,8 @@
 
 Read top to bottom, this is the pipeline:
 
-1. check that the run directory can be written, before any work (and that it is ours, if it exists);
+1. take the run directory's lock (one writer at a time: :mod:`multimsd.runlock`), check that it can be
+   written, before any work (and that it is ours, if it exists);
 2. compose each stage's config from its own YAML (``conf/align.yaml``, ``conf/train.yaml``,
    ``conf/evaluate.yaml``) and the run's overrides, so a misspelt key fails here, before anything runs;
 3. run the stages in order. A stage whose fingerprint (its resolved config + its upstream fingerprints) is
@@ -36,7 +37,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from multimsd import interrupts
+from multimsd import interrupts, runlock
 from multimsd.errors import MultimsdError
 from multimsd.outdir import alias_of, use_output_dir
 from multimsd.pipeline.compose import compose, register_schemas  # noqa: F401  (compose: part of this API)
@@ -432,6 +433,12 @@ def build_report(run_dir: Path) -> dict | None:
 def run(cfg: RunConfig | DictConfig | dict, argv: list[str] | None = None) -> dict:
     """The whole pipeline; returns results.json's content (plus where the report is)."""
     cfg = use_output_dir(cfg if isinstance(cfg, DictConfig) else OmegaConf.structured(cfg), "run")
+    # One writer per run directory (multimsd.runlock): a second run into it stops here, having written nothing.
+    with runlock.hold(Path(cfg.output.dir).resolve(), "multimsd run"):
+        return _run(cfg, argv)
+
+
+def _run(cfg: DictConfig, argv: list[str] | None) -> dict:
     run_dir = Path(cfg.output.dir).resolve()
     check_run_dir(run_dir)
     stages = plan(cfg, run_dir)  # every config composed: a typo in any stage fails here

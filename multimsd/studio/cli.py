@@ -3,7 +3,8 @@
 Every check runs before anything is written: a PATH with no alignments, a malformed gold file or journal,
 a port in use, a bad annotator name are each one ``error: …`` line on stderr and exit status 2. The socket is
 bound here (then handed to uvicorn), so "port in use" is found out before the journal is touched, and
-``--port 0`` takes a free port (the printed URL says which).
+``--port 0`` takes a free port (the printed URL says which). The last check is the annotator's lock
+(:mod:`multimsd.runlock`): a second studio of the same annotator on the same run is refused the same way.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ A run directory with test predictions also gets the outputs view: every system's
 
   --host H          address to listen on (default 127.0.0.1); any other needs the token printed in the URL
   --port N          port (default 8765; 0 picks a free one)
-  --annotator NAME  whose journal and gold file (default: $USER, else "annotator"); letters, digits, - and _
+  --annotator NAME  whose journal and gold file (default: $USER, else "annotator"); letters, digits, - and _;
+                    one studio per annotator and run (a second is refused), other annotators side by side
   --gold FILE       a gold file to start from (read only; recorded in the journal on the first start)
   --aligner M[:θ]   also show aligner M's alignments (symmetric, asymmetric, margin, nm, lexical; θ: its
                     default), computed from the cached vectors; repeatable
@@ -152,10 +154,30 @@ def main(argv: list[str]) -> None:
         corpus, journal, base = prepare(args)
         review = prepare_review(args)
         sock = bind(args.host, args.port)
+        # One studio per annotator (multimsd.runlock): the last check and the first write. The journal and
+        # ratings are read again under it: another studio of this annotator may have written until just now.
+        lock = annotator_lock(journal, sock.getsockname()[1]).acquire()
+        journal, review = journal.reread(), prepare_review(args)
     except MultimsdError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
-    serve(args, corpus, journal, base, sock, review)
+    try:
+        serve(args, corpus, journal, base, sock, review)
+    finally:
+        lock.release()
+
+
+def annotator_lock(journal: Journal, port: int):
+    """The lock of the annotator's journal (``STUDIO/.journal-NAME.jsonl.lock``): held while a studio serves;
+    it covers the annotator's gold and ratings files too. Other annotators' studios have their own."""
+    from multimsd.runlock import WriterLock, lock_path
+
+    return WriterLock(
+        lock_path(journal.path),
+        f"annotator {journal.annotator}'s journal {journal.path}",
+        f"multimsd studio on port {port}",
+        "use that studio (one per annotator) or stop it, or start this one with another --annotator",
+    )
 
 
 def serve(

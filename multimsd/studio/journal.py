@@ -147,6 +147,10 @@ class Journal:
         for k, rec in enumerate(self.records):
             self._apply(rec, f"{path}:{k + 1}")
 
+    def reread(self) -> Journal:
+        """The same journal read again from disk (after its lock is taken: what another studio wrote)."""
+        return Journal(self.path, self.gold_path, self.annotator, self.texts)
+
     # ------------------------------------------------------------------------------------------ state
     def state(self, lang: str, article_id: str) -> ArticleState:
         return self.states.setdefault((lang, article_id), ArticleState())

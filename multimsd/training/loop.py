@@ -30,7 +30,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from multimsd import interrupts
+from multimsd import interrupts, runlock
 from multimsd.console import say
 from multimsd.errors import MultimsdError
 from multimsd.fsutil import check_writable_dir, write_text_atomic
@@ -131,7 +131,10 @@ def run(cfg: TrainConfig | DictConfig | dict) -> dict:
     cfg = to_train_config(cfg)
     check_config(cfg)
     progress = Progress(cfg)
-    with interrupts.note(progress.where, progress.on_disk, progress.advice):
+    with (
+        runlock.hold(cfg.output.dir, "train"),
+        interrupts.note(progress.where, progress.on_disk, progress.advice),
+    ):
         return _run(cfg, progress)
 
 
