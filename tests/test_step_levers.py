@@ -93,7 +93,7 @@ def test_the_chunked_loss_applies_under_bf16_autocast_and_equals_the_logits_path
         step = MicroBatchLoss(tc, kind, prepared, tok, acc, probe=batch)
         assert step.chunked == chunked
         losses[chunked] = float(step(prepared, batch, step=0, micro_batch=0, num_items=n))
-    assert "not applied" not in caplog.text
+    assert "loss.chunked: not applied" not in caplog.text
     # the same bf16 products on both paths; the float32 cross-entropy sums them in another order
     assert losses[True] == pytest.approx(losses[False], rel=2e-3)
 
