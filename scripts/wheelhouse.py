@@ -252,6 +252,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", nargs="+", help="these requirements instead of multimsd's (no multimsd wheel)")
     args = ap.parse_args(argv)
     dest = args.dest.resolve()
+    if args.have and not args.have.is_file():
+        print(
+            f"wheelhouse: --have {args.have}: no such file (the target's `pip freeze` output)",
+            file=sys.stderr,
+        )
+        return 2
+    created = not dest.exists()
     dest.mkdir(parents=True, exist_ok=True)
     try:
         have = (
@@ -274,7 +281,9 @@ def main(argv: list[str] | None = None) -> int:
                 )
     except WheelhouseError as e:
         print(f"wheelhouse: {e}", file=sys.stderr)
-        return 1
+        if created and not any(dest.iterdir()):
+            dest.rmdir()  # nothing half-made left behind
+        return 2
     wheels = sorted(dest.glob("*.whl"))
     size = sum(w.stat().st_size for w in wheels)
     print(f"wheelhouse: {len(wheels)} wheels, {size / 2**20:.1f} MiB in {dest}")

@@ -184,3 +184,19 @@ def test_wheelhouse_downloads_a_closure_for_python_312(tmp_path):
     assert next(dest.glob("hydra_core-1.3.2-*.whl"))  # not an old release without the antlr4 requirement
     assert next(dest.glob("antlr4_python3_runtime-4.9.3-*.whl")).name.endswith("py3-none-any.whl")
     assert "--no-index" in proc.stdout
+
+
+def test_bad_input_is_one_line_and_leaves_nothing(tmp_path):
+    script = Path(__file__).resolve().parents[1] / "scripts" / "wheelhouse.py"
+    dest = tmp_path / "wh"
+    proc = subprocess.run(
+        [sys.executable, str(script), "--have", str(tmp_path / "missing.txt"), "--dest", str(dest)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        f"wheelhouse: --have {tmp_path / 'missing.txt'}: no such file (the target's `pip freeze` output)"
+    ]
+    assert not dest.exists()
