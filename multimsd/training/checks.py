@@ -5,7 +5,6 @@ output directory's checkpoints were written by this configuration before they ar
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 from omegaconf import OmegaConf
@@ -16,15 +15,13 @@ from multimsd.training.checkpoint import last_checkpoint
 from multimsd.training.config import TrainConfig
 from multimsd.training.decode import check_backend
 from multimsd.training.kinds import get_kind
+from multimsd.training.loss import check_theta
 
 
 def check_config(cfg: TrainConfig) -> None:
     if cfg.mode not in ("train", "icl"):
         raise MultimsdError(f"mode={cfg.mode!r}: choose train or icl")
-    if not (math.isfinite(cfg.loss.theta) and cfg.loss.theta > 0):
-        raise MultimsdError(
-            f"loss.theta={cfg.loss.theta}: must be > 0 (1 = plain cross-entropy; paper: 2, 4, 8)"
-        )
+    check_theta(cfg.loss.theta, "loss.theta")  # the loss's own check, before anything is loaded
     kind = get_kind(cfg.model.kind)  # an unknown kind: one error listing the registered ones
     if cfg.optim.optimizer not in ("adamw", "sgd"):
         raise MultimsdError(f"optim.optimizer={cfg.optim.optimizer!r}: choose adamw or sgd")

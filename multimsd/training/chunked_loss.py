@@ -15,8 +15,8 @@ states ``[B, T, H]`` and the output projection (the ``lm_head`` weight ``[V, H]`
    is kept for backward instead: recomputing it would add a fourth vocabulary-sized matrix product to the three a
    step needs anyway (a quarter more of the output head's work, which for mBART-50's 250k vocabulary is a large
    share of the step), to save memory that one chunk, bounded by ``chunk_size``, does not need saved;
-3. the per-token losses (label smoothing included) are weighted (θ for novel tokens), summed and divided by
-   ``num_items`` exactly as in ``weighted_cross_entropy``.
+3. the per-token losses (label smoothing included) go to :func:`multimsd.training.loss.weighted_token_loss`, the
+   one loss rule (θ for novel tokens, the sum divided by ``num_items``) that the logits path uses too.
 
 Precision: the projection runs in the dtype of the weight, as the model's own ``lm_head`` does (under an active
 autocast, in autocast's dtype, again as the ``lm_head`` would), and the log-softmax and cross-entropy run in
@@ -29,14 +29,11 @@ Everything here is a pure function of tensors: no model, no Accelerate.
 
 from __future__ import annotations
 
-import math
-import numbers
-
 import torch
 import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
-from multimsd.errors import MultimsdError
+from multimsd.training.loss import shift_labels, weighted_token_loss
 
 __all__ = ["DEFAULT_CHUNK_SIZE", "chunked_weighted_cross_entropy", "labelled_token_losses"]
 
@@ -59,15 +56,6 @@ def _chunk_cross_entropy(
     if logits.dtype != torch.float64:
         logits = logits.float()
     return F.cross_entropy(logits, targets, reduction="none", label_smoothing=label_smoothing)
-
-
-def _shifted(labels: torch.Tensor, novel: torch.Tensor | None, ignore_index: int):
-    """``labels[:, t + 1]`` (and its novel flag) as the target of position ``t``, as ``weighted_cross_entropy``
-    does with ``shift=True``; the last position gets ``ignore_index``."""
-    labels = F.pad(labels, (0, 1), value=ignore_index)[:, 1:]
-    if novel is not None:
-        novel = F.pad(novel.bool(), (0, 1), value=False)[:, 1:]
-    return labels, novel
 
 
 def labelled_token_losses(
@@ -111,7 +99,7 @@ def labelled_token_losses(
         raise ValueError(f"chunk_size must be a positive int, got {chunk_size!r}")
     labels = labels.to(hidden.device).long()
     if shift:
-        labels, _ = _shifted(labels, None, ignore_index)
+        labels, _ = shift_labels(labels, None, ignore_index)
     where = labels != ignore_index
     if target_index is None:
         rows, targets = hidden[where], labels[where]  # [N, H], [N]
@@ -158,25 +146,26 @@ def chunked_weighted_cross_entropy(
 ) -> torch.Tensor:
     """``weighted_cross_entropy(F.linear(hidden, weight, bias), labels, novel_mask=novel, ...)`` without the logits.
 
-    ``loss = sum_t w_t * CE_t / num_items`` with ``w_t = theta`` where ``novel`` is set, 1 elsewhere; arguments as
-    in :func:`multimsd.training.loss.weighted_cross_entropy` (``novel`` is its ``novel_mask``, aligned with the
-    *unshifted* labels; it may be None when ``theta == 1``) and :func:`labelled_token_losses`.
+    :func:`labelled_token_losses`, then :func:`multimsd.training.loss.weighted_token_loss` on them and their novel
+    flags; arguments as in :func:`multimsd.training.loss.weighted_cross_entropy` (``novel`` is its ``novel_mask``,
+    aligned with the *unshifted* labels; it may be None when ``theta == 1``) and :func:`labelled_token_losses`.
 
     Returns:
         A scalar, float32 (float64 for float64 weights): the logits path's value up to float summation order.
     """
-    if isinstance(theta, bool) or not isinstance(theta, numbers.Real):
-        raise MultimsdError(f"theta must be a number, got {theta!r}")
-    if not (math.isfinite(theta) and theta > 0):
-        raise MultimsdError(f"theta must be finite and > 0 (1 = plain cross-entropy), got {theta}")
-    if novel is None and theta != 1:
-        raise ValueError("novel is needed when theta != 1")
     if novel is not None and novel.shape != labels.shape:
         raise ValueError(f"novel shape {tuple(novel.shape)} != labels shape {tuple(labels.shape)}")
-    if isinstance(num_items, int) and num_items <= 0:
-        raise ValueError(f"num_items must be > 0, got {num_items}")
-
-    losses, where = labelled_token_losses(
+    labels = labels.to(hidden.device).long()
+    if novel is not None:
+        novel = novel.to(hidden.device)
+    if shift:
+        labels, novel = shift_labels(labels, novel, ignore_index)
+    if target_index is None:
+        # The labelled positions' flat indices, found once (the one wait for the device here: their number sizes
+        # the result); both the hidden rows and the novel flags are then picked by index.
+        target_index = (labels != ignore_index).reshape(-1).nonzero().squeeze(1)
+    target_index = target_index.to(hidden.device)
+    losses, _ = labelled_token_losses(
         hidden,
         weight,
         labels,
@@ -184,23 +173,8 @@ def chunked_weighted_cross_entropy(
         chunk_size=chunk_size,
         label_smoothing=label_smoothing,
         ignore_index=ignore_index,
-        shift=shift,
         target_index=target_index,
     )
-    if theta != 1:
-        novel = novel.to(where.device).bool()
-        if shift:
-            _, novel = _shifted(labels.to(where.device), novel, ignore_index)
-        if target_index is None:
-            novel = novel[where]
-        else:
-            novel = novel.reshape(-1).index_select(0, target_index.to(where.device))
-        losses = losses * torch.where(novel, float(theta), 1.0)
-    total = losses.sum()
-    if num_items is None:
-        denom = where.sum().clamp(min=1)
-    elif torch.is_tensor(num_items):
-        denom = num_items.to(total.device)
-    else:
-        denom = num_items
-    return total / denom
+    if novel is not None:
+        novel = novel.reshape(-1).index_select(0, target_index)
+    return weighted_token_loss(losses, novel, theta=theta, num_items=num_items)

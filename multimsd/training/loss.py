@@ -13,9 +13,19 @@ passes to :func:`weighted_cross_entropy` as ``novel_mask``.
 
 Everything here is a pure function of tensors: no model, no Accelerate, no tokenizer.
 
+One loss rule
+-------------
+:func:`weighted_token_loss` is the rule: the θ check, the weighting of novel tokens and the normalisation by
+``num_items``, applied to per-token losses. Every training loss hands it its per-token losses and does no θ or
+normalisation arithmetic of its own: :func:`weighted_cross_entropy` (from the logits),
+:func:`multimsd.training.chunked_loss.chunked_weighted_cross_entropy` (from the hidden states, a chunk of tokens
+at a time) and :func:`multimsd.training.sampled_softmax.sampled_softmax_loss` (the LSTM's sampled softmax). So
+the three cannot drift apart, and a change to the rule is made once. (torchtune and TRL split their losses the
+same way: per-token losses first, one reduction after.)
+
 Reduction and gradient accumulation
 -----------------------------------
-:func:`weighted_cross_entropy` *sums* the weighted per-token losses and divides by ``num_items``, the
+:func:`weighted_token_loss` *sums* the weighted per-token losses and divides by ``num_items``, the
 number of non-ignored label tokens in the whole optimisation step (all micro-batches of a gradient
 accumulation cycle, on all processes). The weights do **not** enter the denominator: the loss is
 ``sum_t w_t * CE_t / N``, so ``theta`` scales the gradient of novel tokens by exactly ``theta`` relative to
@@ -42,9 +52,12 @@ import torch.nn.functional as F
 from multimsd.errors import MultimsdError
 
 __all__ = [
+    "check_theta",
     "count_label_tokens",
     "novel_token_mask",
+    "shift_labels",
     "weighted_cross_entropy",
+    "weighted_token_loss",
     "word_level_novel_mask",
 ]
 
@@ -182,6 +195,86 @@ def count_label_tokens(labels: torch.Tensor, ignore_index: int = -100) -> int:
     return int((labels != ignore_index).sum().item())
 
 
+def check_theta(theta, name: str = "theta") -> None:
+    """The one check of θ, the novel-token weight: a real number, finite and > 0 (``MultimsdError`` otherwise).
+
+    :func:`weighted_token_loss` calls it, so every loss path refuses a bad θ the same way; the training stage's
+    settings check calls it with ``name="loss.theta"`` before anything is loaded."""
+    if isinstance(theta, bool) or not isinstance(theta, numbers.Real):
+        raise MultimsdError(f"{name}={theta!r}: must be a number (1 = plain cross-entropy; paper: 2, 4, 8)")
+    if not (math.isfinite(theta) and theta > 0):
+        raise MultimsdError(
+            f"{name}={theta}: must be finite and > 0 (1 = plain cross-entropy; paper: 2, 4, 8)"
+        )
+
+
+def shift_labels(
+    labels: torch.Tensor, novel: torch.Tensor | None, ignore_index: int = -100
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Decoder-only alignment: ``labels[:, t + 1]`` (and its novel flag) become the target of position ``t``, as
+    ``transformers``' ``ForCausalLMLoss`` shifts them; the last position gets ``ignore_index`` (not novel)."""
+    labels = F.pad(labels, (0, 1), value=ignore_index)[:, 1:]
+    if novel is not None:
+        novel = F.pad(novel.bool(), (0, 1), value=False)[:, 1:]
+    return labels, novel
+
+
+def weighted_token_loss(
+    token_losses: torch.Tensor,
+    novel: torch.Tensor | None,
+    *,
+    theta: float,
+    num_items: int | torch.Tensor | None = None,
+    labelled: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """MultiMSD's loss from per-token losses: ``sum_t w_t * loss_t / num_items``, ``w_t = theta`` where ``novel``.
+
+    The only place where θ weights a token and the sum is normalised (see "One loss rule" above).
+
+    Args:
+        token_losses: the per-token losses (cross-entropy, smoothed or sampled), any shape, float.
+        novel: ``BoolTensor`` of the same shape: the tokens absent from the input, weighted by ``theta``. May be
+            None when ``theta == 1`` only (a forgotten mask must not silently train with θ = 1).
+        theta: the weight of novel tokens, checked by :func:`check_theta`; 1 = unweighted.
+        num_items: the denominator: the number of label tokens of the whole optimisation step (all accumulation
+            micro-batches, all processes; see the module docstring), an int or a 0-dim tensor (read on the device,
+            no synchronisation). None: this call's label count, at least 1, so no labels give 0 rather than NaN.
+        labelled: ``BoolTensor`` of the same shape: the positions that are labels. The others (``ignore_index``)
+            add nothing, whatever their loss, and are not counted. None: every position is a label.
+
+    Returns:
+        A scalar of ``token_losses``' dtype; differentiable w.r.t. ``token_losses``.
+    """
+    check_theta(theta)
+    if novel is None and theta != 1:
+        raise ValueError("novel is needed when theta != 1")
+    for name, mask in (("novel", novel), ("labelled", labelled)):
+        if mask is not None and mask.shape != token_losses.shape:
+            raise ValueError(
+                f"{name} shape {tuple(mask.shape)} != token_losses shape {tuple(token_losses.shape)}"
+            )
+    if isinstance(num_items, int) and num_items <= 0:
+        raise ValueError(f"num_items must be > 0, got {num_items}")
+
+    weighted = token_losses
+    if novel is not None:
+        # where(), not a weight tensor: a copied token's loss is passed on unchanged (bit for bit when theta == 1)
+        weighted = torch.where(novel.to(token_losses.device).bool(), token_losses * theta, token_losses)
+    if labelled is not None:
+        labelled = labelled.to(token_losses.device).bool()
+        weighted = torch.where(
+            labelled, weighted, torch.zeros((), dtype=weighted.dtype, device=weighted.device)
+        )
+    total = weighted.sum()
+    if num_items is not None:
+        denom = num_items.to(total.device) if torch.is_tensor(num_items) else num_items
+    elif labelled is not None:
+        denom = labelled.sum().clamp(min=1)  # a tensor: counting on the device needs no synchronisation
+    else:
+        denom = max(token_losses.numel(), 1)
+    return total / denom
+
+
 def weighted_cross_entropy(
     logits: torch.Tensor,
     labels: torch.Tensor,
@@ -197,10 +290,11 @@ def weighted_cross_entropy(
     label_smoothing: float = 0.0,
     shift: bool = False,
 ) -> torch.Tensor:
-    """Cross-entropy with novel label tokens weighted by ``theta`` (MultiMSD, section 4).
+    """Cross-entropy with novel label tokens weighted by ``theta`` (MultiMSD, section 4), from the logits.
 
-    ``loss = sum_t w_t * CE_t / num_items`` with ``w_t = theta`` where the label token is novel (absent
-    from the input) and 1 elsewhere; ignored positions contribute 0.
+    The per-token cross-entropy of every position, then :func:`weighted_token_loss`: ``loss = sum_t w_t * CE_t /
+    num_items`` with ``w_t = theta`` where the label token is novel (absent from the input) and 1 elsewhere;
+    ignored positions contribute 0.
 
     Args:
         logits: ``[B, T, V]``, any float dtype; the cross-entropy is computed in at least float32 (the
@@ -218,20 +312,15 @@ def weighted_cross_entropy(
         num_items: denominator: the number of non-ignored label tokens (after shifting) in the whole
             global batch (all accumulation micro-batches, all processes). ``None``: this batch's count,
             clamped to at least 1 so an all-ignored batch gives 0 rather than NaN (``F.cross_entropy`` gives
-            NaN there; this is the only case where ``theta == 1`` differs from it).
+            NaN there).
         label_smoothing: as in ``F.cross_entropy``; the smoothed per-token loss is what gets weighted.
         shift: see ``labels``.
 
     Returns:
         A scalar (see ``logits`` for its dtype). With ``theta == 1`` and ``num_items=None`` it equals
-        ``F.cross_entropy(logits.float().view(-1, V), labels.view(-1), ignore_index=ignore_index)`` bit for
-        bit (with ``label_smoothing > 0``: up to float32 rounding, as PyTorch's mean reduction combines the
-        smoothing term in another order).
+        ``F.cross_entropy(logits.float().view(-1, V), labels.view(-1), ignore_index=ignore_index)`` up to the
+        order of the float summation.
     """
-    if isinstance(theta, bool) or not isinstance(theta, numbers.Real):
-        raise MultimsdError(f"theta must be a number, got {theta!r}")
-    if not (math.isfinite(theta) and theta > 0):
-        raise MultimsdError(f"theta must be finite and > 0 (1 = plain cross-entropy), got {theta}")
     if (input_ids is None) == (novel_mask is None):
         raise ValueError("give exactly one of input_ids and novel_mask")
     if logits.dim() != 3:
@@ -241,13 +330,9 @@ def weighted_cross_entropy(
         raise ValueError(f"logits {tuple(logits.shape)} and labels {tuple(labels.shape)} are not aligned")
     if novel_mask is not None and novel_mask.shape != labels.shape:
         raise ValueError(f"novel_mask shape {tuple(novel_mask.shape)} != labels shape {tuple(labels.shape)}")
-    if isinstance(num_items, int) and num_items <= 0:
-        raise ValueError(f"num_items must be > 0, got {num_items}")
 
     labels = labels.to(logits.device).long()
-    if theta == 1:
-        novel_mask = None  # not needed: plain cross-entropy
-    elif novel_mask is None:
+    if novel_mask is None:
         novel_mask = novel_token_mask(
             labels,
             input_ids,
@@ -257,40 +342,23 @@ def weighted_cross_entropy(
             input_mask=input_mask,
         )
     if shift:
-        labels = F.pad(labels, (0, 1), value=ignore_index)[:, 1:]
-        if novel_mask is not None:
-            novel_mask = F.pad(novel_mask.bool(), (0, 1), value=False)[:, 1:]
+        labels, novel_mask = shift_labels(labels, novel_mask, ignore_index)
 
     V = logits.shape[-1]
     # Upcast half precision (bf16/fp16) to float32, as transformers' own losses do; keep float64.
     compute_dtype = logits.dtype if logits.dtype in (torch.float32, torch.float64) else torch.float32
-    flat_logits = logits.to(compute_dtype).reshape(-1, V)
     flat_labels = labels.reshape(-1)
-    if theta == 1:
-        # Same kernel and summation as F.cross_entropy(..., reduction="mean"), so theta == 1 reproduces it
-        # bit for bit without label smoothing (summing reduction="none" by hand differs in the last bits).
-        total = F.cross_entropy(
-            flat_logits,
-            flat_labels,
-            ignore_index=ignore_index,
-            reduction="sum",
-            label_smoothing=label_smoothing,
-        )
-    else:
-        per_token = F.cross_entropy(
-            flat_logits,
-            flat_labels,
-            ignore_index=ignore_index,
-            reduction="none",
-            label_smoothing=label_smoothing,
-        )  # 0 at ignored positions
-        weights = torch.where(novel_mask.to(logits.device).bool().reshape(-1), float(theta), 1.0)
-        total = (per_token * weights).sum()
-
-    if num_items is None:
-        denom = (labels != ignore_index).sum().clamp(min=1)
-    elif torch.is_tensor(num_items):
-        denom = num_items.to(total.device)
-    else:
-        denom = num_items
-    return total / denom
+    per_token = F.cross_entropy(
+        logits.to(compute_dtype).reshape(-1, V),
+        flat_labels,
+        ignore_index=ignore_index,
+        reduction="none",
+        label_smoothing=label_smoothing,
+    )
+    return weighted_token_loss(
+        per_token,
+        novel_mask.reshape(-1),
+        theta=theta,
+        num_items=num_items,
+        labelled=flat_labels != ignore_index,
+    )

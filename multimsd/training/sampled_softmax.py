@@ -21,9 +21,10 @@ Expected counts (TF's formulas): sampling with replacement draws ``k`` times, ``
 sampling (TF's default, ``unique=True``) keeps drawing with replacement until ``k`` *distinct* classes have
 been seen after ``n`` draws, and ``E(c) = 1 - (1 - Q(c)) ** n``.
 
-Weighting and normalisation are exactly those of :func:`multimsd.training.loss.weighted_cross_entropy`: the
-loss is ``sum_t w_t * loss_t / num_items`` with ``w_t = theta`` for novel label tokens (absent from the
-input; MultiMSD section 4) and 1 otherwise, and ``num_items`` the number of label tokens of the *whole*
+Weighting and normalisation are not done here: :func:`sampled_token_losses` gives the per-token losses and
+:func:`sampled_softmax_loss` hands them to :func:`multimsd.training.loss.weighted_token_loss`, the rule every
+loss path shares: ``sum_t w_t * loss_t / num_items`` with ``w_t = theta`` for novel label tokens (absent from
+the input; MultiMSD section 4) and 1 otherwise, and ``num_items`` the number of label tokens of the *whole*
 optimisation step (all accumulation micro-batches, all processes), so the loop's gradient-accumulation and
 multi-process compensation applies unchanged. If every class is a candidate and the correction is switched
 off, the loss *is* the full (weighted) cross-entropy (tested).
@@ -33,12 +34,12 @@ from __future__ import annotations
 
 import hashlib
 import math
-import numbers
 from dataclasses import dataclass
 
 import torch
 
 from multimsd.errors import MultimsdError
+from multimsd.training.loss import weighted_token_loss
 
 __all__ = [
     "Candidates",
@@ -46,6 +47,7 @@ __all__ = [
     "log_uniform_probs",
     "sample_candidates",
     "sampled_softmax_loss",
+    "sampled_token_losses",
     "step_generator",
     "unigram_probs",
 ]
@@ -122,6 +124,64 @@ def log_expected_count(q_c: torch.Tensor, num_tries: int, unique: bool) -> torch
     return torch.log(num_tries * q_c).float()
 
 
+def sampled_token_losses(
+    hidden: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    labels: torch.Tensor,
+    sampled_ids: torch.Tensor,
+    sampled_log_expected: torch.Tensor | None,
+    true_log_expected: torch.Tensor | None,
+    *,
+    ignore_index: int = -100,
+    remove_accidental_hits: bool = True,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The sampled-softmax loss of every label token (steps 2-4 of the module docstring), unweighted.
+
+    Args:
+        hidden: ``[B, T, H]`` decoder outputs *before* the output projection (``labels[:, t]`` is the target
+            of ``hidden[:, t]``; no shift).
+        weight, bias: the output projection, ``[V, H]`` and ``[V]`` (``bias`` may be None).
+        labels: ``LongTensor[B, T]``, ``ignore_index`` where there is no label.
+        sampled_ids: ``LongTensor[k]``, the candidates (shared by all tokens).
+        sampled_log_expected: ``[k]``, ``log E(c)`` of the candidates; None = no correction.
+        true_log_expected: ``[B, T]``, ``log E(y)`` of each label (any value at ignored positions);
+            None = no correction. Both must be given or both None.
+        remove_accidental_hits: give a candidate equal to the label the logit ``-inf``.
+
+    Returns:
+        ``(losses, index)``: float32 (float64 for float64 inputs) ``[N]`` losses of the ``N`` label positions in
+        row-major order, and those positions' flat indices (``b * T + t``), ``LongTensor[N]``.
+    """
+    if hidden.dim() != 3 or hidden.shape[:2] != labels.shape:
+        raise ValueError(f"hidden {tuple(hidden.shape)} and labels {tuple(labels.shape)} are not aligned")
+    if (sampled_log_expected is None) != (true_log_expected is None):
+        raise ValueError("give both log expected counts (the - log Q correction) or neither")
+
+    dtype = hidden.dtype if hidden.dtype in (torch.float32, torch.float64) else torch.float32
+    labels = labels.to(hidden.device).long().reshape(-1)
+    # Found once (one wait for the device: N sizes everything below), then every per-token input is picked by it.
+    index = (labels != ignore_index).nonzero().squeeze(1)
+    h = hidden.reshape(-1, hidden.shape[-1]).index_select(0, index).to(dtype)  # [N, H]: label positions only
+    y = labels.index_select(0, index)  # [N]
+    w = weight.to(dtype)
+    sampled_ids = sampled_ids.to(hidden.device)
+
+    true_logits = (h * w[y]).sum(-1)  # [N]
+    sampled_logits = h @ w[sampled_ids].T  # [N, k]
+    if bias is not None:
+        true_logits = true_logits + bias.to(dtype)[y]
+        sampled_logits = sampled_logits + bias.to(dtype)[sampled_ids]
+    if true_log_expected is not None:
+        true_log_expected = true_log_expected.to(hidden.device, dtype).reshape(-1)
+        true_logits = true_logits - true_log_expected.index_select(0, index)
+        sampled_logits = sampled_logits - sampled_log_expected.to(hidden.device, dtype)
+    if remove_accidental_hits:
+        sampled_logits = sampled_logits.masked_fill(y[:, None] == sampled_ids[None, :], float("-inf"))
+    logits = torch.cat([true_logits[:, None], sampled_logits], dim=1)  # the true class is class 0
+    return torch.logsumexp(logits, dim=1) - true_logits, index  # = cross-entropy with target 0
+
+
 def sampled_softmax_loss(
     hidden: torch.Tensor,
     weight: torch.Tensor,
@@ -139,64 +199,31 @@ def sampled_softmax_loss(
 ) -> torch.Tensor:
     """Weighted sampled-softmax loss over the label tokens of a batch (see the module docstring).
 
+    :func:`sampled_token_losses` (arguments as there), then :func:`multimsd.training.loss.weighted_token_loss`:
+
     Args:
-        hidden: ``[B, T, H]`` decoder outputs *before* the output projection (``labels[:, t]`` is the target
-            of ``hidden[:, t]``; no shift).
-        weight, bias: the output projection, ``[V, H]`` and ``[V]`` (``bias`` may be None).
-        labels: ``LongTensor[B, T]``, ``ignore_index`` where there is no label.
-        sampled_ids: ``LongTensor[k]``, the candidates (shared by all tokens).
-        sampled_log_expected: ``[k]``, ``log E(c)`` of the candidates; None = no correction.
-        true_log_expected: ``[B, T]``, ``log E(y)`` of each label (any value at ignored positions);
-            None = no correction. Both must be given or both None.
-        novel_mask: ``BoolTensor[B, T]``: labels weighted by ``theta`` (None: no token is novel).
+        novel_mask: ``BoolTensor[B, T]``: labels weighted by ``theta`` (None only with ``theta == 1``).
         theta: novel-token weight, finite and > 0.
         num_items: the denominator (label tokens of the whole optimisation step); None = this batch's count
             (at least 1).
-        remove_accidental_hits: give a candidate equal to the label the logit ``-inf``.
 
     Returns:
         A float32 scalar (float64 for float64 inputs).
     """
-    if isinstance(theta, bool) or not isinstance(theta, numbers.Real):
-        raise MultimsdError(f"theta must be a number, got {theta!r}")
-    if not (math.isfinite(theta) and theta > 0):
-        raise MultimsdError(f"theta must be finite and > 0 (1 = plain cross-entropy), got {theta}")
-    if hidden.dim() != 3 or hidden.shape[:2] != labels.shape:
-        raise ValueError(f"hidden {tuple(hidden.shape)} and labels {tuple(labels.shape)} are not aligned")
-    if (sampled_log_expected is None) != (true_log_expected is None):
-        raise ValueError("give both log expected counts (the - log Q correction) or neither")
-
-    dtype = hidden.dtype if hidden.dtype in (torch.float32, torch.float64) else torch.float32
-    labels = labels.to(hidden.device).long()
-    keep = labels != ignore_index
-    h = hidden[keep].to(dtype)  # [N, H]: only real label positions cost anything
-    y = labels[keep]  # [N]
-    w = weight.to(dtype)
-    sampled_ids = sampled_ids.to(hidden.device)
-
-    true_logits = (h * w[y]).sum(-1)  # [N]
-    sampled_logits = h @ w[sampled_ids].T  # [N, k]
-    if bias is not None:
-        true_logits = true_logits + bias.to(dtype)[y]
-        sampled_logits = sampled_logits + bias.to(dtype)[sampled_ids]
-    if true_log_expected is not None:
-        true_logits = true_logits - true_log_expected.to(hidden.device, dtype)[keep]
-        sampled_logits = sampled_logits - sampled_log_expected.to(hidden.device, dtype)
-    if remove_accidental_hits:
-        sampled_logits = sampled_logits.masked_fill(y[:, None] == sampled_ids[None, :], float("-inf"))
-    logits = torch.cat([true_logits[:, None], sampled_logits], dim=1)  # the true class is class 0
-    per_token = torch.logsumexp(logits, dim=1) - true_logits  # = cross-entropy with target 0
-
-    if novel_mask is not None and theta != 1:
-        per_token = per_token * torch.where(novel_mask.to(hidden.device).bool()[keep], float(theta), 1.0)
-    total = per_token.sum()
-    if num_items is None:
-        denom = keep.sum().clamp(min=1)
-    elif torch.is_tensor(num_items):
-        denom = num_items.to(total.device)
-    else:
-        denom = num_items
-    return total / denom
+    losses, index = sampled_token_losses(
+        hidden,
+        weight,
+        bias,
+        labels,
+        sampled_ids,
+        sampled_log_expected,
+        true_log_expected,
+        ignore_index=ignore_index,
+        remove_accidental_hits=remove_accidental_hits,
+    )
+    if novel_mask is not None:
+        novel_mask = novel_mask.to(index.device).bool().reshape(-1).index_select(0, index)
+    return weighted_token_loss(losses, novel_mask, theta=theta, num_items=num_items)
 
 
 class SampledSoftmax:
