@@ -10,8 +10,9 @@ import pytest
 from conftest import run_cli
 from gensim.models import KeyedVectors
 
-from multimsd.alignment.aligners import classifier as clf
-from multimsd.alignment.aligners.classifier import ClassifierConfig
+from multimsd.alignment.aligners import classifier_model as forest
+from multimsd.alignment.aligners import imbalance
+from multimsd.alignment.aligners.classifier_model import ClassifierConfig
 from multimsd.alignment.aligners.features import (
     FEATURE_NAMES,
     article_features,
@@ -129,8 +130,8 @@ def test_word_vectors_are_reproducible():
 
 def test_pair_labels_n_to_m():
     doc = GoldDoc("a", "en", ["c0", "c1", "c2"], ["s0", "s1"], {((0,), (0,)), ((1, 2), (1,))})
-    assert clf.pair_labels(doc, "positive").reshape(3, 2).tolist() == [[1, 0], [0, 1], [0, 1]]
-    assert clf.pair_labels(doc, "ignore").reshape(3, 2).tolist() == [[1, 0], [0, -1], [0, -1]]
+    assert forest.pair_labels(doc, "positive").reshape(3, 2).tolist() == [[1, 0], [0, 1], [0, 1]]
+    assert forest.pair_labels(doc, "ignore").reshape(3, 2).tolist() == [[1, 0], [0, -1], [0, -1]]
 
 
 @pytest.mark.parametrize(
@@ -149,8 +150,8 @@ def test_pair_labels_n_to_m():
 def test_bad_settings(override, message):
     c = ClassifierConfig(**override)
     with pytest.raises(MultimsdError, match=message):
-        clf.check_classifier_config(c)
-        clf.check_experiment_config(c)
+        forest.check_classifier_config(c)
+        imbalance.check_experiment_config(c)
 
 
 # ---------------------------------------------------------------------------------------------- the classifier
@@ -162,7 +163,9 @@ def english_model():
     train = [d for d in docs if d.article_id in train_ids]
     test = [d for d in docs if d.article_id not in train_ids]
     prepared = prepare_docs([(d.complex, d.simple) for d in test], [d.lang for d in test])
-    model, _ = clf.fit_classifier(train, ClassifierConfig(n_estimators=50, n_jobs=1), seed=0, extra=prepared)
+    model, _ = forest.fit_classifier(
+        train, ClassifierConfig(n_estimators=50, n_jobs=1), seed=0, extra=prepared
+    )
     return model, test, prepared
 
 
@@ -171,7 +174,7 @@ def test_classifier_beats_random_baseline(english_model):
     scores = model.proba(prepared)
     prf, pairs = PRF(0, 0, 0), 0
     for d, p in zip(test, scores):
-        y = clf.pair_labels(d)
+        y = forest.pair_labels(d)
         pred = p >= 0.5
         prf = prf + PRF(int((pred & (y == 1)).sum()), int(pred.sum()), int((y == 1).sum()))
         pairs += len(y)
@@ -189,7 +192,7 @@ def test_save_reload_identical(english_model, tmp_path):
     meta = json.loads((out / "classifier.json").read_text())
     assert meta["features"] == list(FEATURE_NAMES) and meta["training"]["languages"] == ["en"]
     assert (out / "model.joblib").is_file() and (out / "vectors.bin").is_file()
-    again = clf.PairClassifier.load(out)
+    again = forest.PairClassifier.load(out)
     for a, b in zip(model.proba(prepared), again.proba(prepared)):
         assert np.array_equal(a, b)
     # A directory that is not a saved model is never overwritten, and a broken one is one clear error.
@@ -199,7 +202,7 @@ def test_save_reload_identical(english_model, tmp_path):
         model.save(tmp_path / "other")
     (out / "classifier.json").write_text("{oops")
     with pytest.raises(MultimsdError, match="not valid JSON"):
-        clf.PairClassifier.load(out)
+        forest.PairClassifier.load(out)
 
 
 def test_imbalance_experiment_caps_and_counts():
@@ -208,7 +211,7 @@ def test_imbalance_experiment_caps_and_counts():
     X = rng.normal(size=(len(y), len(FEATURE_NAMES))).astype(np.float32)
     X[y == 1] += 10.0  # separable on every feature
     c = ClassifierConfig(ratios=[1.0, 10.0], repeats=3, n_estimators=10, n_jobs=1)
-    rows = clf.imbalance_experiment(X, y, c, seed=0, threshold=0.5)["rows"]
+    rows = imbalance.imbalance_experiment(X, y, c, seed=0, threshold=0.5)["rows"]
     assert [(r["negatives"], r["capped"]) for r in rows] == [(12, False), (60, True)]
     assert rows[1]["effective_ratio"] == 5.0
     for r in rows:
@@ -216,7 +219,10 @@ def test_imbalance_experiment_caps_and_counts():
         assert r["test_f1"] > 0.9 and r["whole_recall"] > 0.9
     # Whole data at 1:1 has 60 negatives the 24-pair training set mostly never saw; F1 is in range either way.
     assert all(
-        0 <= r[f"{ev}_{m}"] <= 1 for r in rows for ev in clf.EVALS for m in ("precision", "recall", "f1")
+        0 <= r[f"{ev}_{m}"] <= 1
+        for r in rows
+        for ev in imbalance.EVALS
+        for m in ("precision", "recall", "f1")
     )
 
 
@@ -263,7 +269,7 @@ def test_cli_imbalance(tmp_path, python, repo_root):
     assert res["data"]["languages"] == ["en"] and res["data"]["positives"] > 50
     for r in res["rows"]:
         assert len(r["runs"]) == 3
-        assert all(0 <= r[f"{ev}_{m}"] <= 1 for ev in clf.EVALS for m in ("precision", "recall", "f1"))
+        assert all(0 <= r[f"{ev}_{m}"] <= 1 for ev in imbalance.EVALS for m in ("precision", "recall", "f1"))
         assert r["test_f1"] > 0.3  # far above chance on a held-out third
     # Trained on balanced data, the forest over-predicts on the real (imbalanced) data: the papers' finding.
     assert res["rows"][0]["whole_precision"] < res["rows"][1]["whole_precision"]
