@@ -18,17 +18,14 @@ from multimsd.alignment.aligners.lexical import (
 )
 from multimsd.alignment.aligners.paraphrase import (
     CONFIG_FILE,
-    PairRow,
     load_paraphrase_model,
-    load_word2vec,
-    make_splits,
     paraphrase_matrix,
     paraphrase_probability,
-    read_pairs,
     save_paraphrase_model,
     train_paraphrase,
 )
 from multimsd.alignment.aligners.paraphrase_config import ParaphraseConfig
+from multimsd.alignment.aligners.paraphrase_data import PairRow, load_word2vec, make_splits, read_pairs
 from multimsd.errors import MultimsdError
 
 TINY = {"embedding_dim": 16, "hidden_size": 8, "dense_size": 8, "num_layers": 1, "batch_size": 32, "lr": 0.01}

@@ -32,6 +32,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from multimsd import interrupts, runlock
 from multimsd.console import say
+from multimsd.early_stopping import early_stopping
 from multimsd.errors import MultimsdError
 from multimsd.fsutil import check_writable_dir, write_text_atomic
 from multimsd.training.attention import check_attention
@@ -114,15 +115,6 @@ def evaluate_epoch(
         if accelerator.is_main_process:
             metrics.update(score_predictions(rows, preds))
     return metrics
-
-
-def _improved(cfg: TrainConfig, metrics: dict, best: float | None) -> tuple[bool, float | None]:
-    key = "val_loss" if cfg.eval.early_stopping_metric == "loss" else "sari"
-    value = metrics.get(key)
-    if value is None:
-        return True, best
-    better = best is None or (value < best if key == "val_loss" else value > best)
-    return better, value if better else best
 
 
 # ---------------------------------------------------------------------------------------------- the stage
@@ -344,16 +336,21 @@ def _run(cfg: TrainConfig, progress: Progress) -> dict:
         accelerator.log(
             {f"val/{k}": v for k, v in metrics.items() if isinstance(v, int | float)}, step=state.step
         )
-        better, state.best = _improved(cfg, metrics, state.best)
-        state.history.append({"epoch": state.epoch, **metrics, "best": better})
-        if better:
-            state.bad_epochs = 0
+        sari = cfg.eval.early_stopping_metric == "sari"
+        verdict = early_stopping(
+            metrics.get("sari" if sari else "val_loss"),
+            state.best,
+            state.bad_epochs,
+            patience=cfg.eval.patience,
+            higher_is_better=sari,
+        )
+        state.best, state.bad_epochs = verdict.best, verdict.bad_epochs
+        state.history.append({"epoch": state.epoch, **metrics, "best": verdict.better})
+        if verdict.better:
             save_model(accelerator, kind, model, tokenizer, out / "best")
-        else:
-            state.bad_epochs += 1
-            if state.bad_epochs >= cfg.eval.patience:
-                say(f"early stopping: no improvement for {state.bad_epochs} epoch(s)", accelerator)
-                state.done = True
+        elif verdict.stop:
+            say(f"early stopping: no improvement for {state.bad_epochs} epoch(s)", accelerator)
+            state.done = True
         state.epoch += 1
         state.batches_in_epoch = 0
         progress.save(save_checkpoint, accelerator, out, state)
