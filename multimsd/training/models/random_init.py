@@ -74,11 +74,8 @@ ARCHITECTURES = {
 def _write(name: str, out: Path) -> None:
     from transformers import AutoTokenizer, GenerationConfig, LlamaConfig, MBartConfig
 
-    from multimsd.training.models.offline import (
-        SMOLLM2_SPECIAL_IDS,
-        build_mbart50_tokenizer,
-        build_smollm2_tokenizer,
-    )
+    from multimsd.training.models.mbart50 import build_mbart50_tokenizer
+    from multimsd.training.models.offline import SMOLLM2_SPECIAL_IDS, build_smollm2_tokenizer
 
     family, shape = ARCHITECTURES[name]
     if family == "llama":
