@@ -183,23 +183,16 @@ def sampled_token_losses(
 
 
 def sampled_softmax_loss(
-    hidden: torch.Tensor,
-    weight: torch.Tensor,
-    bias: torch.Tensor | None,
-    labels: torch.Tensor,
-    sampled_ids: torch.Tensor,
-    sampled_log_expected: torch.Tensor | None,
-    true_log_expected: torch.Tensor | None,
-    *,
+    *args,
     novel_mask: torch.Tensor | None = None,
     theta: float = 1.0,
     num_items: int | torch.Tensor | None = None,
-    ignore_index: int = -100,
-    remove_accidental_hits: bool = True,
+    **kwargs,
 ) -> torch.Tensor:
     """Weighted sampled-softmax loss over the label tokens of a batch (see the module docstring).
 
-    :func:`sampled_token_losses` (arguments as there), then :func:`multimsd.training.loss.weighted_token_loss`:
+    :func:`sampled_token_losses` (``args`` and ``kwargs`` are its arguments), then
+    :func:`multimsd.training.loss.weighted_token_loss` on its per-token losses:
 
     Args:
         novel_mask: ``BoolTensor[B, T]``: labels weighted by ``theta`` (None only with ``theta == 1``).
@@ -210,17 +203,7 @@ def sampled_softmax_loss(
     Returns:
         A float32 scalar (float64 for float64 inputs).
     """
-    losses, index = sampled_token_losses(
-        hidden,
-        weight,
-        bias,
-        labels,
-        sampled_ids,
-        sampled_log_expected,
-        true_log_expected,
-        ignore_index=ignore_index,
-        remove_accidental_hits=remove_accidental_hits,
-    )
+    losses, index = sampled_token_losses(*args, **kwargs)
     if novel_mask is not None:
         novel_mask = novel_mask.to(index.device).bool().reshape(-1).index_select(0, index)
     return weighted_token_loss(losses, novel_mask, theta=theta, num_items=num_items)
