@@ -226,8 +226,9 @@ def _ops(fn) -> set[str]:
 SYNCING = {"aten::nonzero", "aten::masked_select", "aten::_local_scalar_dense", "aten::item"}
 
 
+@pytest.mark.parametrize("theta", [4.0, 1.0])
 @pytest.mark.parametrize("shift", [True, False])
-def test_the_loss_picks_its_rows_without_a_host_sync(shift):
+def test_the_loss_picks_its_rows_without_a_host_sync(shift, theta):
     from multimsd.training.chunked_loss import chunked_weighted_cross_entropy
     from multimsd.training.data import Collator, target_index_key
 
@@ -246,8 +247,8 @@ def test_the_loss_picks_its_rows_without_a_host_sync(shift):
             weight,
             batch["labels"],
             batch["novel"],
-            theta=4.0,
-            num_items=3,
+            theta=theta,
+            num_items=torch.tensor(3),  # a tensor, as the loop passes it on several processes
             shift=shift,
             target_index=index,
         )
