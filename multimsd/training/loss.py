@@ -20,8 +20,7 @@ One loss rule
 normalisation arithmetic of its own: :func:`weighted_cross_entropy` (from the logits),
 :func:`multimsd.training.chunked_loss.chunked_weighted_cross_entropy` (from the hidden states, a chunk of tokens
 at a time) and :func:`multimsd.training.sampled_softmax.sampled_softmax_loss` (the LSTM's sampled softmax). So
-the three cannot drift apart, and a change to the rule is made once. (torchtune and TRL split their losses the
-same way: per-token losses first, one reduction after.)
+the three cannot drift apart, and a change to the rule is made once.
 
 Reduction and gradient accumulation
 -----------------------------------
