@@ -60,6 +60,7 @@ class ClassifierAlignerConfig(AlignerConfig):
     classifier: ClassifierConfig = field(default_factory=ClassifierConfig)
 
 
+# Gold mode tunes θ on the training gold itself; its scores come from this many article-grouped folds.
 CV_FOLDS = 5
 
 

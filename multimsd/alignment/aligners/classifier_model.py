@@ -343,7 +343,6 @@ def fit_classifier(
     return PairClassifier(forest, kv, source, info), feats
 
 
-# Gold mode tunes θ on the training gold itself; its scores come from this many article-grouped folds.
 def model_scores(model: PairClassifier, feats: list[np.ndarray]) -> list[np.ndarray]:
     """P(aligned) of every pair of every article pair (row i * n + j), one prediction call for all."""
     if not feats:
