@@ -62,6 +62,7 @@ from multimsd.alignment.aligners.paraphrase_data import (
     pair_lang,
     read_pairs,
 )
+from multimsd.alignment.goldscore import PRF
 from multimsd.early_stopping import early_stopping
 from multimsd.errors import MultimsdError
 from multimsd.fsutil import atomic_directory, check_replaceable
@@ -204,18 +205,15 @@ def _evaluate(net, data, batch_size: int, device: str) -> dict:
             logits.append(net(ids1[sl].to(device), len1[sl], ids2[sl].to(device), len2[sl]).cpu())
     logit = torch.cat(logits)
     pred, gold = (logit > 0).long(), y.long()
-    tp = int(((pred == 1) & (gold == 1)).sum())
-    fp = int(((pred == 1) & (gold == 0)).sum())
-    fn = int(((pred == 0) & (gold == 1)).sum())
-    precision = tp / (tp + fp) if tp + fp else 0.0
-    recall = tp / (tp + fn) if tp + fn else 0.0
+    # the paraphrase class, scored as the aligners' gold scoring scores aligned pairs
+    prf = PRF(int(((pred == 1) & (gold == 1)).sum()), int((pred == 1).sum()), int((gold == 1).sum()))
     return {
         "pairs": len(y),
         "loss": float(F.binary_cross_entropy_with_logits(logit, y)),
         "accuracy": float((pred == gold).float().mean()),
-        "precision": precision,
-        "recall": recall,
-        "f1": 2 * precision * recall / (precision + recall) if precision + recall else 0.0,
+        "precision": prf.precision,
+        "recall": prf.recall,
+        "f1": prf.f1,
     }
 
 
