@@ -115,6 +115,17 @@ def test_the_theta_check(theta):
         check_theta(theta, "loss.theta")
 
 
+@pytest.mark.parametrize("theta", [0.0, -2.0, float("nan")])
+def test_the_training_settings_use_the_same_check(theta):
+    from multimsd.training.checks import check_config
+    from multimsd.training.config import TrainConfig
+
+    cfg = TrainConfig()
+    cfg.loss.theta = theta
+    with pytest.raises(MultimsdError, match=rf"^loss\.theta={theta}: must be finite and > 0"):
+        check_config(cfg)
+
+
 def test_bad_arguments():
     with pytest.raises(ValueError, match="novel is needed"):
         weighted_token_loss(torch.ones(2), None, theta=2.0)
