@@ -526,3 +526,34 @@ def test_the_journal_read_again_under_the_lock_has_what_another_studio_wrote(run
     late = early.reread()
     assert (early.seq, late.seq) == (0, 2)
     assert late.act("link", "en", "a2", [((0,), (0,))])["seq"] == 3
+
+
+def test_the_studio_reads_alignments_through_the_alignment_packages_public_interface():
+    """Issue #31 item 3: the studio imports the alignment package through ``multimsd.alignment.api`` only (on
+    main it reached into ``alignment.stage``, ``.encode``, ``.aligners.lexical``, ``.filters``, ``.goldmode``),
+    and no module imports another's private (underscore) name (theta took ``corpus._input_path``)."""
+    import ast
+
+    from test_architecture import GRAPH, MODULES
+
+    import multimsd.alignment.api as api
+
+    deep = sorted(
+        f"{name} -> {dep}"
+        for name, deps in GRAPH.items()
+        if name.startswith("multimsd.studio")
+        for dep in deps
+        if dep.startswith("multimsd.alignment") and dep != "multimsd.alignment.api"
+    )
+    assert not deep, deep
+    private = []
+    for name, path in MODULES.items():
+        if not name.startswith("multimsd.studio"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("multimsd"):
+                private += [f"{name}: {node.module}.{a.name}" for a in node.names if a.name.startswith("_")]
+    assert not private, private
+    # small, and every name of it a documented function
+    assert 5 <= len(api.__all__) <= 12
+    assert all(callable(getattr(api, n)) and getattr(api, n).__doc__ for n in api.__all__)

@@ -1,7 +1,7 @@
 """The θ view and the agreement between annotators: ``/api/theta`` and ``/api/agreement``.
 
 **θ view.** The gold annotated so far is the annotator's gold file (``journal.gold_path``: the article pairs
-they touched, nothing else), scored by the project's own gold mode: :func:`multimsd.alignment.goldmode.evaluate_gold`
+they touched, nothing else), scored by the project's own gold mode: :func:`multimsd.alignment.api.evaluate_gold`
 is called with the gold file's documents, read by :func:`multimsd.gold.load_gold_docs`, and the run's own
 config (``align_config.yaml``) with ``mode=gold``. So the numbers are those ``python align.py mode=gold
 gold.path=<gold file>`` prints for the run's settings, by construction: the gold article pairs are split in a
@@ -36,7 +36,7 @@ from starlette.routing import Route
 
 from multimsd.config import AlignConfig
 from multimsd.errors import MultimsdError
-from multimsd.studio.corpus import Corpus, _input_path
+from multimsd.studio.corpus import Corpus, input_path
 from multimsd.studio.journal import Journal
 
 # Scored besides the run's own aligner: they match from the same cached sentence vectors (cheap).
@@ -96,7 +96,7 @@ def run_overrides(corpus: Corpus, method: str, skip: tuple[str, ...] = SKIP_KEYS
     base = _leaves(OmegaConf.to_container(compose("align", group), resolve=True))
     run = _leaves(OmegaConf.to_container(OmegaConf.structured(cfg), resolve=True))
     run["output.dir"] = str(corpus.align_dir)
-    path = _input_path(cfg.data.path, corpus.align_dir)
+    path = input_path(cfg.data.path, corpus.align_dir)
     run["data.path"] = str(Path(path).resolve()) if path and Path(path).exists() else path
     out = list(group)
     for key, value in run.items():
@@ -127,7 +127,7 @@ def gold_config(cfg: AlignConfig, gold_path: Path) -> AlignConfig:
 def theta_view(corpus: Corpus, journal: Journal, overrides: dict[str, list[str]] | None = None) -> dict:
     """Everything the θ view draws (see the module docstring); ``state`` is ``"empty"`` with a ``message``
     while there is not enough gold (gold mode needs two article pairs: one to tune θ on, one to test)."""
-    from multimsd.alignment.goldmode import evaluate_gold
+    from multimsd.alignment.api import evaluate_gold
     from multimsd.gold import load_gold_docs
 
     cfg = corpus.cfg
