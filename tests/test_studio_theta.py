@@ -78,12 +78,12 @@ def annotate(client: TestClient) -> None:
 
 
 def real_gold_mode(command: str, report_dir: Path, monkeypatch, capsys) -> tuple[dict, str]:
-    """``python align.py …`` run in-process through its real entry point; its gold_results.json and output."""
+    """``multimsd align …`` run in-process through its real entry point; its gold_results.json and output."""
     from multimsd import align
 
     args = shlex.split(command)
-    assert args[:2] == ["python", "align.py"]
-    monkeypatch.setattr(sys, "argv", ["align.py", *args[2:], f"gold.report_dir={report_dir}"])
+    assert args[:2] == ["multimsd", "align"]
+    monkeypatch.setattr(sys, "argv", ["multimsd align", *args[2:], f"gold.report_dir={report_dir}"])
     capsys.readouterr()
     align.main()
     printed = capsys.readouterr().out
@@ -158,7 +158,7 @@ def test_the_override_re_aligns_the_run_with_the_picked_theta(theta_run, tmp_pat
     run = OmegaConf.to_container(OmegaConf.structured(corpus.cfg), resolve=True)
     for pick in d["picked"]:
         args = shlex.split(pick["override"])
-        assert args[:2] == ["python", "align.py"] and args[-1] == f"aligner.threshold={pick['theta']}"
+        assert args[:2] == ["multimsd", "align"] and args[-1] == f"aligner.threshold={pick['theta']}"
         got = to_config(compose("align", args[2:]))
         assert got.aligner.method == pick["aligner"] and got.aligner.threshold == pick["theta"]
         got = OmegaConf.to_container(OmegaConf.structured(got), resolve=True)

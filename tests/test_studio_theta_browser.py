@@ -81,7 +81,7 @@ def test_theta_view_shows_align_gold_modes_f1(theta_run, tmp_path, monkeypatch, 
 
     monkeypatch.setattr(Embedder, "_encode_batch", no_model)
     gold_file = root / "studio" / "gold-web.jsonl"
-    assert f"gold.path={gold_file}" in command and override.startswith("python align.py ")
+    assert f"gold.path={gold_file}" in command and override.startswith("multimsd align ")
     results, printed = real_gold_mode(command, tmp_path / "report", monkeypatch, capsys)
     de = results["methods"]["symmetric"]["de"]
     assert shown["theta"] == de["threshold"]

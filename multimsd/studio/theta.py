@@ -3,13 +3,13 @@
 **θ view.** The gold annotated so far is the annotator's gold file (``journal.gold_path``: the article pairs
 they touched, nothing else), scored by the project's own gold mode: :func:`multimsd.alignment.api.evaluate_gold`
 is called with the gold file's documents, read by :func:`multimsd.gold.load_gold_docs`, and the run's own
-config (``align_config.yaml``) with ``mode=gold``. So the numbers are those ``python align.py mode=gold
+config (``align_config.yaml``) with ``mode=gold``. So the numbers are those ``multimsd align mode=gold
 gold.path=<gold file>`` prints for the run's settings, by construction: the gold article pairs are split in a
 validation half (θ is tuned there: the F1-maximising θ of the aligner's grid, ties to the higher θ) and a test
 half (P/R/F1 at that θ, what gold mode prints). Scored: the run's aligner and the embedding aligners
 (symmetric, asymmetric, margin), whose candidates come from the same cached sentence vectors (an aligner
 other than the run's runs with its default options, as in gold mode). The command that reproduces the numbers
-(``gold_command``) and the ``align.py`` override that re-aligns the run with the picked θ (``override``) are
+(``gold_command``) and the ``multimsd align`` override that re-aligns the run with the picked θ (``override``) are
 built from the run's config: every key of ``align_config.yaml`` that differs from what ``align.py`` composes
 by default, with ``data.path`` and ``output.dir`` made absolute (``output.dir`` is the run's own alignment
 directory: the override re-aligns it in place).
@@ -110,7 +110,8 @@ def run_overrides(corpus: Corpus, method: str, skip: tuple[str, ...] = SKIP_KEYS
 
 
 def command(args: list[str]) -> str:
-    return "python align.py " + " ".join(shlex.quote(a) for a in args)
+    """The command line a user runs: ``multimsd align …`` works wherever multimsd is installed (a wheel too)."""
+    return "multimsd align " + " ".join(shlex.quote(a) for a in args)
 
 
 # ---------------------------------------------------------------------------------------------- θ view
