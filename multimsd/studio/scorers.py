@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from multimsd.errors import MultimsdError
+from multimsd.studio.journal import item_label
 
 if TYPE_CHECKING:
     from multimsd.alignment.api import Aligner
@@ -151,7 +152,7 @@ def others_view(corpus: Corpus, art: Article, gold: set, rejected: set) -> dict:
         for it in aligner_items(corpus, art, other):
             item = (tuple(it["complex"]), tuple(it["simple"]))
             status = "accepted" if item in gold else "rejected" if item in rejected else "open"
-            items.append(it | {"status": status})
+            items.append(it | {"status": status, "label": item_label(item)})
         out.append(
             {"aligner": other.name, "method": other.method, "threshold": other.threshold, "items": items}
         )

@@ -38,6 +38,7 @@ from multimsd.config import AlignConfig
 from multimsd.errors import MultimsdError
 from multimsd.studio.corpus import Corpus, input_path
 from multimsd.studio.journal import Journal
+from multimsd.studio.registry import View, register_view
 
 # Scored besides the run's own aligner: they match from the same cached sentence vectors (cheap).
 EMBEDDING_METHODS = ("symmetric", "asymmetric", "margin")
@@ -294,5 +295,15 @@ def routes(corpus: Corpus, journal: Journal, lock: threading.Lock | None = None)
 
     return [Route("/api/theta", theta), Route("/api/agreement", agree)]
 
+
+register_view(
+    View(
+        name="theta",
+        title="θ",
+        order=20,
+        script="theta.js",
+        routes=lambda studio: routes(studio.corpus, studio.journal),
+    )
+)
 
 __all__ = ["agreement_view", "routes", "run_overrides", "theta_view"]

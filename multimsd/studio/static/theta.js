@@ -41,9 +41,6 @@
   const footer = el("footer", { id: "keys-theta" });
   footer.innerHTML = "keys: <kbd>1</kbd>, <kbd>2</kbd>, … switch view · <kbd>g</kbd> recompute from the gold " +
     "annotated so far · a click selects a whole command";
-  const viewAlign = document.getElementById("view-align");
-  viewAlign.after(main);
-  document.getElementById("keys-align").after(footer);
 
   // F1 against θ as a small line chart; the picked θ as a dot.
   function chart(points, picked) {
@@ -176,7 +173,7 @@
     return loading;
   }
 
-  studio.register("theta", "θ", {
+  studio.register("theta", {
     main, footer,
     show: refresh,
     key(e) {
