@@ -47,12 +47,12 @@ def find_align_dir(path: Path) -> Path:
     if not path.exists():
         raise MultimsdError(f"{path}: no such directory")
     if not path.is_dir():
-        raise MultimsdError(f"{path}: not a directory (a multimsd run directory or an align.py output)")
+        raise MultimsdError(f"{path}: not a directory (a multimsd run directory or a multimsd align output)")
     for candidate in (path, path / "align"):
         if (candidate / "dataset_dict.json").is_file() and (candidate / "align_config.yaml").is_file():
             return candidate
     raise MultimsdError(
-        f"{path}: no alignments found (neither a multimsd run directory with align/ nor an align.py output "
+        f"{path}: no alignments found (neither a multimsd run directory with align/ nor a multimsd align output "
         "directory with dataset_dict.json and align_config.yaml)"
     )
 
