@@ -101,12 +101,13 @@ def studio_server():
 
 @pytest.fixture
 def chromium_page(tmp_path):
-    """A headless Debian ``chromium`` with one blank page, driven over the DevTools protocol on a pipe
-    (:class:`Chromium`), closed at the end of the test. Skipped where chromium is not installed, unless
+    """A headless Debian ``chromium`` with one blank page of 1280 x 900 CSS pixels, driven over the DevTools
+    protocol on a pipe (:class:`Chromium`), closed at the end of the test. Skipped where chromium is not installed, unless
     ``MULTIMSD_REQUIRE_CHROMIUM=1`` (CI sets it)."""
     from test_report_browser import chromium
 
     browser = Chromium(chromium(), tmp_path / "chromium-profile")
+    browser.window(1280, 900)  # the size the footer must fit in (issue #31)
     yield browser
     browser.close()
 

@@ -24,7 +24,6 @@ def test_reject_and_link_by_keys_and_clicks_survive_a_reload(run_dir, tmp_path, 
     shutil.copytree(run_dir, root)
     server = studio_server(root, "--annotator", "web")
     browser = chromium_page
-    browser.window(1280, 900)
     browser.goto(server.url)
     browser.wait("document.querySelectorAll('#items li').length === 4")
     browser.assert_fully_visible("#keys-align")  # main cut its last line off at 900 px
@@ -83,7 +82,6 @@ def test_a_view_of_your_own_gets_its_button_and_number_key(
     shutil.copytree(run_dir, root)
     server = studio_server(root, "--plugin", "toyview", "--toy-level", "7", env={"PYTHONPATH": str(toy_view)})
     browser = chromium_page
-    browser.window(1280, 900)
     browser.goto(server.url)
     browser.wait("document.querySelectorAll('#items li').length === 4")
     buttons = browser.js(

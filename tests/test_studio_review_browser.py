@@ -43,7 +43,6 @@ def test_rate_two_items_blind_kill_the_server_restart_and_nothing_is_lost(
     )
     server = studio_server(root, "--annotator", "web")
     browser = chromium_page
-    browser.window(1280, 900)
     browser.goto(server.url + "#review")
     browser.wait("document.querySelectorAll('#view-review .out').length === 3")
     browser.assert_fully_visible("#keys-review")

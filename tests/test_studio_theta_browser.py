@@ -37,7 +37,6 @@ def test_theta_view_shows_align_gold_modes_f1(
     shutil.copytree(theta_run, root)
     server = studio_server(root, "--annotator", "web")
     browser = chromium_page
-    browser.window(1280, 900)
     browser.goto(server.url)
     browser.wait("document.querySelectorAll('#items li').length > 0 && $('article').value === 'a1'")
     assert browser.js("$('lang').value") == "de"
