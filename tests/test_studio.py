@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import json
 import os
-import select
-import signal
+import shutil
 import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -63,10 +61,9 @@ def studio(run_dir: Path, tmp_path: Path, annotator: str = "ann", token: str | N
 
     root = tmp_path / "run"
     shutil.copytree(run_dir, root)
-    args = cli.parse([str(root), "--annotator", annotator])
-    corpus, journal, base = cli.prepare(args)
-    journal.start(base)
-    return root, corpus, journal, TestClient(create_app(corpus, journal, token))
+    s = cli.prepare(cli.parse([str(root), "--annotator", annotator]))
+    cli.start(s)
+    return root, s.corpus, s.journal, TestClient(create_app(s, token))
 
 
 def post(client: TestClient, **body) -> dict:
@@ -175,9 +172,9 @@ def test_a_gold_file_given_with_gold_is_the_start_and_is_never_applied_twice(run
     corpus.close()
     args = cli.parse([str(root), "--annotator", "b", "--gold", str(start)])
     for _restart in range(2):
-        corpus, journal, base = cli.prepare(args)
-        journal.start(base)
-        client = TestClient(create_app(corpus, journal))
+        s = cli.prepare(args)
+        cli.start(s)
+        corpus, client = s.corpus, TestClient(create_app(s))
         art = client.get("/api/article", params={"lang": "en", "id": "a1"}).json()
         assert [(g["complex"], g["simple"]) for g in art["gold"]] == [([0], [0]), ([1, 2], [1])]
         corpus.close()
@@ -192,10 +189,11 @@ def test_a_torn_last_journal_line_is_dropped_and_the_rest_kept(run_dir, tmp_path
     corpus.close()
     with open(journal.path, "a", encoding="utf-8") as f:
         f.write('{"seq": 2, "action": "acc')  # killed in the middle of an append: never acknowledged
-    corpus, journal, base = cli.prepare(cli.parse([str(root), "--annotator", "ann"]))
-    journal.start(base)
+    s = cli.prepare(cli.parse([str(root), "--annotator", "ann"]))
+    cli.start(s)
+    corpus, journal = s.corpus, s.journal
     assert journal.path.read_text().endswith("}\n")
-    client = TestClient(create_app(corpus, journal))
+    client = TestClient(create_app(s))
     post(client, article_id="a1", action="accept", items=[[1, 1]])
     assert load_gold(journal.gold_path)[0].gold == {((0,), (0,)), ((1,), (1,))}
     corpus.close()
@@ -249,8 +247,12 @@ def test_path_traversal_is_refused_everywhere(run_dir, tmp_path):
 
 
 def test_other_web_pages_cannot_act_on_a_loopback_studio(run_dir, tmp_path):
-    root, corpus, journal, _ = studio(run_dir, tmp_path)
-    client = TestClient(create_app(corpus, journal, check_host=True), base_url="http://127.0.0.1:8765")
+    root = tmp_path / "run"
+    shutil.copytree(run_dir, root)
+    s = cli.prepare(cli.parse([str(root), "--annotator", "ann"]))
+    cli.start(s)
+    corpus, journal = s.corpus, s.journal
+    client = TestClient(create_app(s, check_host=True), base_url="http://127.0.0.1:8765")
     assert client.get("/api/info").status_code == 200
     assert client.get("/api/info", headers={"Host": "localhost:8765"}).status_code == 200
     # A DNS-rebinding page reaches the port under its own name.
@@ -325,25 +327,6 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(run_dir, tmp_path, caps
         busy.close()
 
 
-def _read_line(proc: subprocess.Popen, timeout: float = 240) -> str:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if select.select([proc.stdout], [], [], 1)[0]:
-            return proc.stdout.readline()
-        if proc.poll() is not None:
-            raise AssertionError(f"studio exited {proc.returncode}: {proc.stderr.read()}")
-    raise AssertionError("studio printed no URL")
-
-
-def _start(root: Path, *extra: str) -> tuple[subprocess.Popen, str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    cmd = [sys.executable, "-m", "multimsd.pipeline.cli", "studio", str(root), "--port", "0", *extra]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    line = _read_line(proc)
-    assert line.startswith("multimsd studio: http://"), line
-    return proc, line.split(": ", 1)[1].strip()
-
-
 def _get(url: str) -> tuple[int, bytes]:
     try:
         with urllib.request.urlopen(url, timeout=60) as r:
@@ -352,52 +335,33 @@ def _get(url: str) -> tuple[int, bytes]:
         return e.code, e.read()
 
 
-def test_a_real_server_killed_with_sigkill_loses_no_acknowledged_action(run_dir, tmp_path):
-    import shutil
-
+def test_a_real_server_killed_with_sigkill_loses_no_acknowledged_action(run_dir, tmp_path, studio_server):
     root = tmp_path / "run"
     shutil.copytree(run_dir, root)
     # Not loopback: the printed URL carries the token, and a request without it is refused.
-    proc, url = _start(root, "--host", "0.0.0.0", "--annotator", "kim")
-    try:
-        assert "?token=" in url
-        token = url.split("?token=")[1]
-        port = url.split(":")[2].split("/")[0]
-        base = f"http://127.0.0.1:{port}"
-        assert _get(f"{base}/api/info")[0] == 403
-        assert _get(f"{base}/api/info?token={token}")[0] == 200
-        for item in ([[0, 1], 0], [3, 3]):
-            body = {"lang": "en", "article_id": "a1", "action": "link", "items": [item]}
-            req = urllib.request.Request(
-                f"{base}/api/action",
-                data=json.dumps(body).encode(),
-                headers={"Content-Type": "application/json", "X-Studio-Token": token},
-            )
-            with urllib.request.urlopen(req, timeout=60) as r:
-                assert r.status == 200
-        proc.send_signal(signal.SIGKILL)  # right after the acknowledged action
-        proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.stdout.close()
-        proc.stderr.close()
+    server = studio_server(root, "--host", "0.0.0.0", "--annotator", "kim")
+    assert "?token=" in server.url
+    token = server.url.split("?token=")[1]
+    base = f"http://127.0.0.1:{server.port}"
+    assert _get(f"{base}/api/info")[0] == 403
+    assert _get(f"{base}/api/info?token={token}")[0] == 200
+    for item in ([[0, 1], 0], [3, 3]):
+        body = {"lang": "en", "article_id": "a1", "action": "link", "items": [item]}
+        req = urllib.request.Request(
+            f"{base}/api/action",
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json", "X-Studio-Token": token},
+        )
+        with urllib.request.urlopen(req, timeout=60) as r:
+            assert r.status == 200
+    server.kill()  # right after the acknowledged action
     assert load_gold(root / "studio" / "gold-kim.jsonl")[0].gold == {((0, 1), (0,)), ((3,), (3,))}
-    proc, url = _start(root, "--annotator", "kim")  # loopback: no token
-    try:
-        assert "token" not in url
-        status, body = _get(f"{url}api/article?lang=en&id=a1")
-        assert status == 200
-        gold = [(g["complex"], g["simple"]) for g in json.loads(body)["gold"]]
-        assert gold == [([0, 1], [0]), ([3], [3])]
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        proc.stdout.close()
-        proc.stderr.close()
+    server = studio_server(root, "--annotator", "kim")  # loopback: no token
+    assert "token" not in server.url
+    status, body = _get(f"{server.url}api/article?lang=en&id=a1")
+    assert status == 200
+    gold = [(g["complex"], g["simple"]) for g in json.loads(body)["gold"]]
+    assert gold == [([0, 1], [0]), ([3], [3])]
 
 
 def test_the_multimsd_command_lists_studio(capsys):
@@ -417,12 +381,12 @@ def test_an_align_output_keeps_its_studio_files_beside_it_and_changed_sentences_
     from omegaconf import OmegaConf
 
     shutil.copytree(run_dir / "align", tmp_path / "aligned")
-    args = cli.parse([str(tmp_path / "aligned"), "--annotator", "ann"])
-    corpus, journal, base = cli.prepare(args)
-    journal.start(base)
+    s = cli.prepare(cli.parse([str(tmp_path / "aligned"), "--annotator", "ann"]))
+    cli.start(s)
+    corpus, journal = s.corpus, s.journal
     # align.py replaces its output directory whole on a re-run: the journal must not live inside it.
     assert journal.path == tmp_path / "aligned-studio" / "journal-ann.jsonl"
-    post(TestClient(create_app(corpus, journal)), article_id="a1", action="accept", items=[[0, 0]])
+    post(TestClient(create_app(s)), article_id="a1", action="accept", items=[[0, 0]])
     corpus.close()
     # The input is edited and aligned again (here: the config pointed at an edited copy): the journal's
     # indices would now point at other sentences.
@@ -464,54 +428,39 @@ def test_align_gold_mode_scores_the_aligner_against_the_studios_gold_file(run_di
     corpus.close()
 
 
-def test_one_studio_per_annotator_and_other_annotators_side_by_side(run_dir, tmp_path):
+def test_one_studio_per_annotator_and_other_annotators_side_by_side(run_dir, tmp_path, studio_server):
     """Issue #32's row: ``--annotator twin`` twice on one run. The second is one line, exit 2, having written
     nothing; another annotator's studio starts beside it; once the first is SIGKILLed the next one starts
     (the lock died with it) and sees every action the first acknowledged."""
-    import shutil
-
     root = tmp_path / "run"
     shutil.copytree(run_dir, root)
-    first, url = _start(root, "--annotator", "twin")
-    others = []
-    try:
-        body = {"lang": "en", "article_id": "a1", "action": "link", "items": [[0, 1]]}
-        req = urllib.request.Request(
-            f"{url}api/action", data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
-        )
-        with urllib.request.urlopen(req, timeout=60) as r:
-            assert r.status == 200
-        studio_files = {p.name: p.stat().st_mtime_ns for p in (root / "studio").iterdir()}
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        cmd = [sys.executable, "-m", "multimsd.pipeline.cli", "studio", str(root), "--port", "0"]
-        second = subprocess.run(
-            [*cmd, "--annotator", "twin"], capture_output=True, text=True, env=env, timeout=240
-        )
-        assert second.returncode == 2 and second.stdout == "", second
-        assert second.stderr.count("\n") == 1, second.stderr
-        assert second.stderr.startswith(
-            f"error: annotator twin's journal {root / 'studio' / 'journal-twin.jsonl'} is being written by "
-            f"pid {first.pid} on host "
-        ), second.stderr
-        assert f"(multimsd studio on port {url.split(':')[2].split('/')[0]}); " in second.stderr
-        assert "start this one with another --annotator" in second.stderr
-        assert {p.name: p.stat().st_mtime_ns for p in (root / "studio").iterdir()} == studio_files
-        others.append(_start(root, "--annotator", "other")[0])  # another annotator: side by side, as before
-        first.send_signal(signal.SIGKILL)
-        first.wait(timeout=30)
-        again, url = _start(root, "--annotator", "twin")
-        others.append(again)
-        status, page = _get(f"{url}api/article?lang=en&id=a1")
-        assert status == 200 and [(g["complex"], g["simple"]) for g in json.loads(page)["gold"]] == [
-            ([0], [1])
-        ]
-    finally:
-        for proc in (first, *others):
-            if proc.poll() is None:
-                proc.kill()
-            proc.wait(timeout=30)
-            proc.stdout.close()
-            proc.stderr.close()
+    first = studio_server(root, "--annotator", "twin")
+    body = {"lang": "en", "article_id": "a1", "action": "link", "items": [[0, 1]]}
+    req = urllib.request.Request(
+        f"{first.url}api/action", data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(req, timeout=60) as r:
+        assert r.status == 200
+    studio_files = {p.name: p.stat().st_mtime_ns for p in (root / "studio").iterdir()}
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, "-m", "multimsd.pipeline.cli", "studio", str(root), "--port", "0"]
+    second = subprocess.run(
+        [*cmd, "--annotator", "twin"], capture_output=True, text=True, env=env, timeout=240
+    )
+    assert second.returncode == 2 and second.stdout == "", second
+    assert second.stderr.count("\n") == 1, second.stderr
+    assert second.stderr.startswith(
+        f"error: annotator twin's journal {root / 'studio' / 'journal-twin.jsonl'} is being written by "
+        f"pid {first.pid} on host "
+    ), second.stderr
+    assert f"(multimsd studio on port {first.port}); " in second.stderr
+    assert "start this one with another --annotator" in second.stderr
+    assert {p.name: p.stat().st_mtime_ns for p in (root / "studio").iterdir()} == studio_files
+    studio_server(root, "--annotator", "other")  # another annotator: side by side, as before
+    first.kill()
+    again = studio_server(root, "--annotator", "twin")
+    status, page = _get(f"{again.url}api/article?lang=en&id=a1")
+    assert status == 200 and [(g["complex"], g["simple"]) for g in json.loads(page)["gold"]] == [([0], [1])]
     journal = [json.loads(ln) for ln in (root / "studio" / "journal-twin.jsonl").read_text().splitlines()]
     assert [r["seq"] for r in journal] == list(range(1, len(journal) + 1))
 
@@ -526,3 +475,174 @@ def test_the_journal_read_again_under_the_lock_has_what_another_studio_wrote(run
     late = early.reread()
     assert (early.seq, late.seq) == (0, 2)
     assert late.act("link", "en", "a2", [((0,), (0,))])["seq"] == 3
+
+
+def test_the_studio_reads_alignments_through_the_alignment_packages_public_interface():
+    """Issue #31 item 3: the studio imports the alignment package through ``multimsd.alignment.api`` only (on
+    main it reached into ``alignment.stage``, ``.encode``, ``.aligners.lexical``, ``.filters``, ``.goldmode``),
+    and no module imports another's private (underscore) name (theta took ``corpus._input_path``)."""
+    import ast
+
+    from test_architecture import GRAPH, MODULES
+
+    import multimsd.alignment.api as api
+
+    deep = sorted(
+        f"{name} -> {dep}"
+        for name, deps in GRAPH.items()
+        if name.startswith("multimsd.studio")
+        for dep in deps
+        if dep.startswith("multimsd.alignment") and dep != "multimsd.alignment.api"
+    )
+    assert not deep, deep
+    private = []
+    for name, path in MODULES.items():
+        if not name.startswith("multimsd.studio"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("multimsd"):
+                private += [f"{name}: {node.module}.{a.name}" for a in node.names if a.name.startswith("_")]
+    assert not private, private
+    # small, and every name of it a documented function
+    assert 5 <= len(api.__all__) <= 12
+    assert all(callable(getattr(api, n)) and getattr(api, n).__doc__ for n in api.__all__)
+
+
+# ---------------------------------------------------------------------------------------------- a view of your own
+# A whole view, as a user writes one: a module that registers it (route, script, /api/info entry, option) and
+# its script. Nothing in multimsd/studio is edited for it; ``--plugin toyview`` imports it.
+TOY_VIEW = """
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from multimsd.studio.registry import Option, View, register_view
+from pathlib import Path
+
+
+def routes(state):
+    return [Route("/api/toy", lambda request: JSONResponse({"level": state["level"], "articles": state["n"]}))]
+
+
+register_view(
+    View(
+        name="toy",
+        title="toy",
+        order=25,  # between the θ view (20) and the outputs (30): key 3
+        script="toy.js",
+        script_file=Path(__file__).with_name("toy.js"),
+        routes=routes,
+        info=lambda state: {"level": state["level"]},
+        options=(Option("--toy-level", "N", "how much toy", default="1"),),
+        prepare=lambda studio: {"level": int(studio.args.toy_level), "n": len(studio.corpus.articles)},
+    )
+)
+"""
+TOY_JS = """(() => {
+  const main = document.createElement("main");
+  main.id = "view-toy";
+  const footer = document.createElement("footer");
+  footer.id = "keys-toy";
+  footer.textContent = "keys: 1, 2, … switch view";
+  window.studio.register("toy", { main, footer, init(info) { main.textContent = `toy level ${info.toy.level}`; } });
+})();
+"""
+
+
+@pytest.fixture
+def toy_view(tmp_path, monkeypatch):
+    """The directory of ``toyview.py`` and ``toy.js`` (importable); the view is unregistered afterwards."""
+    from multimsd.studio.registry import VIEWS
+
+    d = tmp_path / "toy-plugin"
+    d.mkdir()
+    (d / "toyview.py").write_text(TOY_VIEW, encoding="utf-8")
+    (d / "toy.js").write_text(TOY_JS, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(d))
+    yield d
+    VIEWS.pop("toy", None)
+    sys.modules.pop("toyview", None)
+
+
+def test_a_view_registers_once_and_gets_its_route_script_info_option_and_key(
+    run_dir, tmp_path, toy_view, capsys
+):
+    """Issue #31 item 3: a view of your own is one module + its script and one ``register_view``; its route, its
+    script (and ``<script>`` tag), its ``/api/info`` entry, its option (in ``--help`` too) and its number key
+    (from its ``order``: the toy's 25 puts it 3rd, the outputs view moves to 4) all follow, with app.py, cli.py
+    and index.html unedited."""
+    from multimsd.studio import app as app_module
+
+    root = tmp_path / "run"
+    shutil.copytree(run_dir, root)
+    cli.main(["--plugin", "toyview", "--help"])
+    usage = capsys.readouterr().out
+    assert (
+        "[--aligner M[:θ] ...] [--toy-level N]" in usage and "\n  --toy-level N     how much toy\n" in usage
+    )
+    argv = [str(root), "--annotator", "ann", "--plugin", "toyview", "--toy-level", "3"]
+    cli.load_views(argv)
+    s = cli.prepare(cli.parse(argv))
+    client = TestClient(create_app(s))
+    assert client.get("/api/toy").json() == {"level": 3, "articles": 2}
+    assert client.get("/static/toy.js").text == TOY_JS
+    info = client.get("/api/info").json()
+    assert info["toy"] == {"level": 3}
+    assert [(v["name"], v["key"], v["available"]) for v in info["views"]] == [
+        ("align", "1", True),
+        ("theta", "2", True),
+        ("toy", "3", True),
+        ("review", "4", False),  # this run has no test outputs
+    ]
+    page = client.get("/").text
+    assert '<button data-view="toy" data-key="3" title="3">toy</button>' in page
+    assert page.index('src="static/theta.js"') < page.index('src="static/toy.js"') < page.index("review.js")
+    for module in (app_module, cli):  # nothing of the toy written into the studio's own code
+        assert "toy" not in Path(module.__file__).read_text(encoding="utf-8")
+    assert "toy" not in (Path(cli.__file__).parent / "static" / "index.html").read_text(encoding="utf-8")
+    s.corpus.close()
+
+
+def test_a_view_that_would_clash_is_refused_at_registration():
+    import multimsd.studio.views  # noqa: F401  (the built-in views)
+    from multimsd.errors import MultimsdError
+    from multimsd.studio.registry import VIEWS, View, register_view
+
+    before = dict(VIEWS)
+    for view, why in (
+        (View("align", "again", "again.js", routes=list), "registered twice"),
+        (View("languages", "l", "l.js", routes=list), "a name /api/info uses"),
+        (View("page", "p", "studio.js", routes=list), "is taken"),
+        (View("style", "s", "alignments.js", routes=list), "is taken"),
+        (View("css", "c", "c.css", routes=list), "is a .js file"),
+        (View("a b", "c", "c.js", routes=list), "letters, digits"),
+    ):
+        with pytest.raises(MultimsdError, match=why):
+            register_view(view)
+    assert before == VIEWS
+
+
+def test_overlapping_gold_items_are_kept_with_a_warning_numbered_from_1(run_dir, tmp_path):
+    """Issue #31 item 6: a 1:1 gold item inside a 1:2 one was kept without a word. Both are still kept (the gold
+    file counts positions from 0), and the article's answer says so, numbering sentences from 1 as the page."""
+    _, corpus, journal, client = studio(run_dir, tmp_path)
+    post(client, article_id="a1", action="accept", items=[[0, 0]])  # 1 ↔ 1: shares nothing below
+    post(client, article_id="a1", action="link", items=[[1, [2, 3]]])  # 2 ↔ 3+4
+    art = post(client, article_id="a1", action="link", items=[[1, 2]])["article"]  # 2 ↔ 3, inside it
+    assert [(g["label"], g["overlaps"]) for g in art["gold"]] == [
+        ("1 ↔ 1", False),
+        ("2 ↔ 3", True),
+        ("2 ↔ 3+4", True),
+    ]
+    assert art["warnings"] == [
+        {
+            "items": [[1, 2], [1, [2, 3]]],
+            "message": "gold items 2 ↔ 3 and 2 ↔ 3+4 overlap: they share professional sentence 2 and consumer "
+            "sentence 3 (gold mode scores both; reject the one you did not mean)",
+        }
+    ]
+    assert load_gold(journal.gold_path)[0].gold == {((0,), (0,)), ((1,), (2,)), ((1,), (2, 3))}  # all kept
+    assert client.get("/api/article", params={"lang": "en", "id": "a1"}).json()["warnings"] == art["warnings"]
+    assert [p["label"] for p in art["predicted"]] == ["1 ↔ 1", "2 ↔ 2", "3 ↔ 3", "4 ↔ 4"]
+    art = post(client, article_id="a1", action="reject", items=[[1, 2]])["article"]  # the fix: no warning
+    assert art["warnings"] == [] and [g["overlaps"] for g in art["gold"]] == [False, False]
+    corpus.close()

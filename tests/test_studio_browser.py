@@ -1,191 +1,104 @@
-"""The studio in a real browser: Debian's headless ``chromium`` driven over the DevTools protocol on a pipe
-(``--remote-debugging-pipe``: no extra Python package, no port), with clicks and keys as a user makes them.
+"""The studio in a real browser (the ``chromium_page`` and ``studio_server`` fixtures of tests/conftest.py:
+Debian's headless ``chromium`` over the DevTools pipe, a real server process), with clicks and keys as a user
+makes them, in a 1280 x 900 window.
 
-Against a real server process: reject a predicted alignment (``r``), make a 1:2 item by clicking one
-professional and two consumer sentences and pressing ``l``, reload and see both kept; the gold file is the
-expected one; a screenshot is not blank. Skipped where chromium is not installed, unless
-``MULTIMSD_REQUIRE_CHROMIUM=1`` (CI sets it).
+Reject a predicted alignment (``r``), make a 1:2 item by clicking one professional and two consumer sentences
+and pressing ``l``, then a 1:1 item inside it: both kept, and a warning on the page; reload and see all of it
+kept; the gold file is the expected one; the key-help footer is whole in the window; a screenshot is not blank.
+A view registered by a module of its own (``--plugin``) gets its button and its number key.
 """
 
 from __future__ import annotations
 
-import base64
-import fcntl
 import io
 import json
-import os
-import select
 import shutil
-import signal
-import subprocess
-import time
-from pathlib import Path
 
-from test_report_browser import chromium
-from test_studio import A1, _start, run_dir  # noqa: F401  (run_dir: the fixture)
-
-TIMEOUT = 60
+from test_studio import A1, run_dir, toy_view  # noqa: F401  (run_dir, toy_view: fixtures)
 
 
-def _above_9(fd: int) -> int:
-    high = fcntl.fcntl(fd, fcntl.F_DUPFD, 10)
-    os.close(fd)
-    return high
-
-
-class Chromium:
-    """A headless chromium and one page, spoken to in DevTools messages (JSON, NUL-terminated) on fds 3 / 4."""
-
-    def __init__(self, exe: str, profile: Path):
-        to_child_r, self._to_child = os.pipe()
-        self._from_child, from_child_w = os.pipe()
-        # The child's ends moved above 9, so that putting them on fds 3 and 4 cannot overwrite one another.
-        to_child_r, from_child_w = (_above_9(fd) for fd in (to_child_r, from_child_w))
-        args = [
-            "--headless",
-            "--no-sandbox",  # the tests run as root in a container
-            "--disable-gpu",
-            "--disable-dev-shm-usage",
-            "--remote-debugging-pipe",
-            "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",  # nothing but the studio resolves
-            "--disable-background-networking",
-            "--disable-extensions",
-            "--no-first-run",
-            "--window-size=1280,800",
-            f"--user-data-dir={profile}",
-            "about:blank",
-        ]
-        # chromium reads commands on fd 3 and writes answers on fd 4
-        script = f'exec "$0" "$@" 3<&{to_child_r} 4>&{from_child_w} {to_child_r}<&- {from_child_w}>&-'
-        self.proc = subprocess.Popen(
-            ["bash", "-c", script, exe, *args],
-            pass_fds=(to_child_r, from_child_w),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        os.close(to_child_r)
-        os.close(from_child_w)
-        self._buf = b""
-        self._id = 0
-        target = self.send("Target.createTarget", url="about:blank")["targetId"]
-        self.session = self.send("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
-        self.send("Page.enable", session=True)
-        self.send("Runtime.enable", session=True)
-
-    def _message(self, deadline: float) -> dict:
-        while b"\0" not in self._buf:
-            if not select.select([self._from_child], [], [], max(0.0, deadline - time.monotonic()))[0]:
-                raise AssertionError("chromium did not answer")
-            chunk = os.read(self._from_child, 1 << 20)
-            if not chunk:
-                raise AssertionError("chromium closed its pipe")
-            self._buf += chunk
-        raw, self._buf = self._buf.split(b"\0", 1)
-        return json.loads(raw)
-
-    def send(self, method: str, session: bool = False, **params) -> dict:
-        self._id += 1
-        msg = {"id": self._id, "method": method, "params": params}
-        if session:
-            msg["sessionId"] = self.session
-        os.write(self._to_child, json.dumps(msg).encode() + b"\0")
-        deadline = time.monotonic() + TIMEOUT
-        while True:
-            m = self._message(deadline)
-            if m.get("id") == self._id:
-                assert "error" not in m, m["error"]
-                return m.get("result", {})
-
-    def js(self, expression: str):
-        r = self.send("Runtime.evaluate", session=True, expression=expression, returnByValue=True)
-        assert "exceptionDetails" not in r, (expression, r["result"].get("description"))
-        return r["result"].get("value")
-
-    def wait(self, expression: str, timeout: float = TIMEOUT):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            value = self.js(expression)
-            if value:
-                return value
-            time.sleep(0.1)
-        status = self.js("document.getElementById('status').textContent")
-        raise AssertionError(f"timed out waiting for {expression}; status line: {status!r}")
-
-    def key(self, key: str) -> None:
-        text = key if len(key) == 1 else ""
-        self.send("Input.dispatchKeyEvent", session=True, type="keyDown", key=key, text=text)
-        self.send("Input.dispatchKeyEvent", session=True, type="keyUp", key=key)
-
-    def click(self, selector: str) -> None:
-        box = self.js(
-            f"(() => {{ const e = document.querySelector({json.dumps(selector)}); e.scrollIntoView();"
-            " const r = e.getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; })()"
-        )
-        for kind in ("mousePressed", "mouseReleased"):
-            self.send(
-                "Input.dispatchMouseEvent",
-                session=True,
-                type=kind,
-                x=box[0],
-                y=box[1],
-                button="left",
-                clickCount=1,
-            )
-
-    def screenshot(self) -> bytes:
-        return base64.b64decode(self.send("Page.captureScreenshot", session=True)["data"])
-
-    def close(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-        os.close(self._to_child)
-        os.close(self._from_child)
-
-
-def test_reject_and_link_by_keys_and_clicks_survive_a_reload(run_dir, tmp_path):  # noqa: F811
+def test_reject_and_link_by_keys_and_clicks_survive_a_reload(run_dir, tmp_path, studio_server, chromium_page):  # noqa: F811
     from PIL import Image, ImageStat
 
-    exe = chromium()
     root = tmp_path / "run"
     shutil.copytree(run_dir, root)
-    server, url = _start(root, "--annotator", "web")
-    browser = Chromium(exe, tmp_path / "profile")
-    try:
-        browser.send("Page.navigate", session=True, url=url)
-        browser.wait("document.querySelectorAll('#items li').length === 4")
-        assert browser.js("$('progress-text').textContent") == "0 / 2 annotated"
-        browser.key("r")  # reject the first predicted alignment (1 ↔ 1)
-        browser.wait("$('status').textContent.startsWith('reject saved')")
-        browser.click("#complex li:nth-child(2)")  # one professional sentence ...
-        browser.click("#simple li:nth-child(3)")  # ... and two consumer sentences
-        browser.click("#simple li:nth-child(4)")
-        browser.wait("document.querySelectorAll('#simple li.selected').length === 2")
-        browser.key("l")
-        browser.wait("$('status').textContent.startsWith('link saved')")
+    server = studio_server(root, "--annotator", "web")
+    browser = chromium_page
+    browser.goto(server.url)
+    browser.wait("document.querySelectorAll('#items li').length === 4")
+    browser.assert_fully_visible("#keys-align")  # main cut its last line off at 900 px
+    assert browser.js("$('progress-text').textContent") == "0 / 2 annotated"
+    browser.key("r")  # reject the first predicted alignment (1 ↔ 1)
+    browser.wait("$('status').textContent.startsWith('reject saved')")
+    browser.click("#complex li:nth-child(2)")  # one professional sentence ...
+    browser.click("#simple li:nth-child(3)")  # ... and two consumer sentences
+    browser.click("#simple li:nth-child(4)")
+    browser.wait("document.querySelectorAll('#simple li.selected').length === 2")
+    browser.key("l")
+    browser.wait("$('status').textContent.startsWith('link saved')")
+    assert browser.js("$('warnings').hidden") is True
+    # A 1:1 item inside the 1:2 one: kept, and said (sentences numbered from 1, as in the lists)
+    browser.click("#complex li:nth-child(2)")
+    browser.click("#simple li:nth-child(3)")
+    browser.wait("document.querySelectorAll('#simple li.selected').length === 1")
+    browser.key("l")
+    browser.wait("!$('warnings').hidden")
+    assert browser.js("$('warnings').textContent") == (
+        "⚠ gold items 2 ↔ 3 and 2 ↔ 3+4 overlap: they share professional sentence 2 and consumer sentence 3 "
+        "(gold mode scores both; reject the one you did not mean)"
+    )
+    assert "overlapping" in browser.js("$('status').textContent")
 
-        browser.send("Page.reload", session=True)
-        browser.wait("document.querySelectorAll('#items li').length === 5")
-        items = browser.js(
-            "[...document.querySelectorAll('#items li')].map(li => [li.className, li.textContent])"
-        )
-        assert items[0][0].startswith("rejected") and items[0][1].startswith("1 ↔ 1")
-        assert items[4][0].startswith("gold-only") and items[4][1].startswith("2 ↔ 3+4")
-        assert browser.js("$('progress-text').textContent") == "1 / 2 annotated"
-        png = browser.screenshot()
-    finally:
-        browser.close()
-        server.send_signal(signal.SIGINT)
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-        server.stdout.close()
-        server.stderr.close()
-    expected = {"article_id": "a1", "lang": "en", "complex": A1, "simple": A1, "gold": [[1, [2, 3]]]}
+    browser.reload()
+    browser.wait("document.querySelectorAll('#items li').length === 6")
+    items = browser.js(
+        "[...document.querySelectorAll('#items li')].map(li => [li.className, li.textContent])"
+    )
+    assert items[0][0].startswith("rejected") and items[0][1].startswith("1 ↔ 1")
+    assert items[4][0] == "gold-only overlap" and items[4][1].startswith("⚠ 2 ↔ 3  gold")
+    assert items[5][0] == "gold-only overlap" and items[5][1].startswith("⚠ 2 ↔ 3+4  gold")
+    assert not browser.js("$('warnings').hidden")
+    assert browser.js("$('progress-text').textContent") == "1 / 2 annotated"
+    browser.assert_fully_visible("#keys-align")
+    png = browser.screenshot()
+    server.stop()
+    expected = {"article_id": "a1", "lang": "en", "complex": A1, "simple": A1, "gold": [[1, 2], [1, [2, 3]]]}
     assert (root / "studio" / "gold-web.jsonl").read_text(encoding="utf-8") == json.dumps(expected) + "\n"
     image = Image.open(io.BytesIO(png)).convert("L")
-    assert image.size[0] > 600 and ImageStat.Stat(image).stddev[0] > 5  # not a blank page
+    assert image.size == (1280, 900) and ImageStat.Stat(image).stddev[0] > 5  # not a blank page
     (tmp_path / "studio.png").write_bytes(png)
+
+
+def test_a_view_of_your_own_gets_its_button_and_number_key(
+    run_dir,  # noqa: F811
+    tmp_path,
+    toy_view,  # noqa: F811
+    studio_server,
+    chromium_page,
+):
+    """``--plugin toyview`` (tests/test_studio.py's toy view, order 25): its button is the 3rd, key 3 shows it,
+    its /api/info entry reaches its script; the outputs view (no test outputs here) keeps key 4, hidden."""
+    root = tmp_path / "run"
+    shutil.copytree(run_dir, root)
+    server = studio_server(root, "--plugin", "toyview", "--toy-level", "7", env={"PYTHONPATH": str(toy_view)})
+    browser = chromium_page
+    browser.goto(server.url)
+    browser.wait("document.querySelectorAll('#items li').length === 4")
+    buttons = browser.js(
+        "[...document.querySelectorAll('#views button')].map(b => [b.dataset.view, b.dataset.key, b.hidden])"
+    )
+    assert buttons == [
+        ["align", "1", False],
+        ["theta", "2", False],
+        ["toy", "3", False],
+        ["review", "4", True],
+    ]
+    assert browser.js("$('view-toy').hidden") is True
+    browser.key("3")
+    browser.wait("location.hash === '#toy' && !$('view-toy').hidden")
+    assert browser.js("$('view-toy').textContent") == "toy level 7"
+    assert browser.js("$('view-align').hidden && $('keys-align').hidden") is True
+    browser.assert_fully_visible("#keys-toy")
+    browser.key("4")  # the outputs view has nothing to show here: the key does nothing
+    browser.key("1")
+    browser.wait("location.hash === '' && !$('view-align').hidden && $('view-toy').hidden")

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import signal
-import subprocess
 import urllib.request
 from pathlib import Path
 
@@ -17,7 +15,7 @@ pytest.importorskip("starlette")
 pytest.importorskip("httpx")
 
 from starlette.testclient import TestClient  # noqa: E402
-from test_studio import _get, _start, run_dir, studio_main  # noqa: E402, F401  (run_dir: the fixture)
+from test_studio import _get, run_dir, studio_main  # noqa: E402, F401  (run_dir: the fixture)
 
 from multimsd.metrics.human import input_hash, text_hash  # noqa: E402
 from multimsd.studio import cli  # noqa: E402
@@ -74,13 +72,10 @@ def review_studio(run_dir: Path, tmp_path: Path, annotator: str = "ann", root: P
         root = tmp_path / "run"
         shutil.copytree(run_dir, root)
         add_systems(root)
-    args = cli.parse([str(root), "--annotator", annotator])
-    corpus, journal, base = cli.prepare(args)
-    review = cli.prepare_review(args)
-    journal.start(base)
-    review.start()
-    corpus.close()  # the outputs view never needs the embeddings
-    return root, review, TestClient(create_app(corpus, journal, review=review))
+    s = cli.prepare(cli.parse([str(root), "--annotator", annotator]))
+    cli.start(s)
+    s.corpus.close()  # the outputs view never needs the embeddings
+    return root, s.states["review"], TestClient(create_app(s))
 
 
 def rate(client, **body) -> dict:
@@ -235,14 +230,20 @@ def test_bad_ratings_are_refused_and_write_nothing(run_dir, tmp_path):  # noqa: 
 def test_a_run_without_predictions_has_no_outputs_view(run_dir, tmp_path):  # noqa: F811
     root = tmp_path / "run"
     shutil.copytree(run_dir, root)
-    args = cli.parse([str(root), "--annotator", "ann"])
-    corpus, journal, base = cli.prepare(args)
-    assert cli.prepare_review(args) is None
-    client = TestClient(create_app(corpus, journal))
-    assert client.get("/api/info").json()["review"] is None
+    s = cli.prepare(cli.parse([str(root), "--annotator", "ann"]))
+    assert s.states["review"] is None
+    client = TestClient(create_app(s))
+    info = client.get("/api/info").json()
+    assert info["review"] is None and info["views"][2] == {
+        "name": "review",
+        "title": "outputs",
+        "key": "3",
+        "available": False,
+    }
+    assert '<button data-view="review" data-key="3" title="3" hidden>' in client.get("/").text
     assert client.get("/api/review").status_code == 404
     assert client.get("/static/review.js").status_code == 200
-    corpus.close()
+    s.corpus.close()
 
 
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(run_dir, tmp_path, capsys):  # noqa: F811
@@ -302,43 +303,29 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(run_dir, tmp_path, caps
         assert after == before  # nothing written: no gold journal, no ratings file
 
 
-def test_a_real_server_killed_with_sigkill_loses_no_acknowledged_rating(run_dir, tmp_path):  # noqa: F811
+def test_a_real_server_killed_with_sigkill_loses_no_acknowledged_rating(run_dir, tmp_path, studio_server):  # noqa: F811
     root = tmp_path / "run"
     shutil.copytree(run_dir, root)
     add_systems(root)
-    proc, url = _start(root, "--annotator", "kim")
+    server = studio_server(root, "--annotator", "kim")
     acked = []
-    try:
-        for i, slot in ((0, "C"), (2, "A")):
-            body = {"lang": "en", "i": i, "slot": slot, "blind": True, "values": {"simplicity": 2 + i}}
-            req = urllib.request.Request(
-                f"{url}api/rate", data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
-            )
-            with urllib.request.urlopen(req, timeout=60) as r:
-                assert r.status == 200
-                acked.append(json.loads(r.read())["seq"])
-        proc.send_signal(signal.SIGKILL)  # right after the second acknowledged rating
-        proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.stdout.close()
-        proc.stderr.close()
+    for i, slot in ((0, "C"), (2, "A")):
+        body = {"lang": "en", "i": i, "slot": slot, "blind": True, "values": {"simplicity": 2 + i}}
+        req = urllib.request.Request(
+            f"{server.url}api/rate",
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(req, timeout=60) as r:
+            assert r.status == 200
+            acked.append(json.loads(r.read())["seq"])
+    server.kill()  # right after the second acknowledged rating
     assert acked == [1, 2]
     ratings = [json.loads(x) for x in (root / "studio" / "ratings-kim.jsonl").read_text().splitlines()]
     assert [(r["item"], r["simplicity"], r["blind"]) for r in ratings] == [(0, 2, True), (2, 4, True)]
-    proc, url = _start(root, "--annotator", "kim")
-    try:
-        for i, slot, value in ((0, 2, 2), (2, 0, 4)):
-            status, body = _get(f"{url}api/review?lang=en&i={i}&blind=1")
-            assert status == 200
-            outs = json.loads(body)["outputs"]
-            assert outs[slot]["ratings"]["simplicity"] == value
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        proc.stdout.close()
-        proc.stderr.close()
+    server = studio_server(root, "--annotator", "kim")
+    for i, slot, value in ((0, 2, 2), (2, 0, 4)):
+        status, body = _get(f"{server.url}api/review?lang=en&i={i}&blind=1")
+        assert status == 200
+        outs = json.loads(body)["outputs"]
+        assert outs[slot]["ratings"]["simplicity"] == value

@@ -1,8 +1,8 @@
-"""The outputs view in a real browser (headless chromium over the DevTools pipe, as tests/test_studio_browser.py):
+"""The outputs view in a real browser (the ``chromium_page`` and ``studio_server`` fixtures of tests/conftest.py):
 rate two items blind, by keys and by a click; kill the server with SIGKILL, start it again on the same port,
-reload: both items' ratings are shown; the ratings file holds them; a screenshot is not blank. Skipped where
-chromium is not installed, unless ``MULTIMSD_REQUIRE_CHROMIUM=1``. With ``MULTIMSD_STUDIO_SCREENSHOT=FILE``
-the screenshot is also written there (docs/studio-review.png is made so)."""
+reload: both items' ratings are shown; the ratings file holds them; the key-help footer is whole in a
+1280 x 900 window; a screenshot is not blank. With ``MULTIMSD_STUDIO_SCREENSHOT=FILE`` the screenshot is also
+written there (docs/studio-review.png is made so)."""
 
 from __future__ import annotations
 
@@ -10,24 +10,14 @@ import io
 import json
 import os
 import shutil
-import signal
-import subprocess
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from test_report_browser import chromium
-from test_studio import _start, run_dir  # noqa: F401  (run_dir: the fixture)
-from test_studio_browser import Chromium
+from test_studio import run_dir  # noqa: F401  (run_dir: the fixture)
 from test_studio_review import NAMES, OUTPUTS, REFS, add_systems
 
-
-def _stop(server: subprocess.Popen, sig: int) -> None:
-    server.send_signal(sig)
-    try:
-        server.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        server.kill()
-    server.stdout.close()
-    server.stderr.close()
+if TYPE_CHECKING:
+    from conftest import Chromium
 
 
 def on(browser: Chromium, slot: str, crit: str) -> int | None:
@@ -38,69 +28,70 @@ def on(browser: Chromium, slot: str, crit: str) -> int | None:
     )
 
 
-def test_rate_two_items_blind_kill_the_server_restart_and_nothing_is_lost(run_dir, tmp_path):  # noqa: F811
+def test_rate_two_items_blind_kill_the_server_restart_and_nothing_is_lost(
+    run_dir,  # noqa: F811
+    tmp_path,
+    studio_server,
+    chromium_page,
+):
     from PIL import Image, ImageStat
 
-    exe = chromium()
     root = tmp_path / "run"
     shutil.copytree(run_dir, root)
     add_systems(
         root, {s: {"en": o["en"]} for s, o in OUTPUTS.items()}, [r for r in REFS if r["lang"] == "en"]
     )
-    server, url = _start(root, "--annotator", "web")
-    port = url.split(":")[2].split("/")[0]
-    browser = Chromium(exe, tmp_path / "profile")
-    try:
-        browser.send("Page.navigate", session=True, url=url + "#review")
-        browser.wait("document.querySelectorAll('#view-review .out').length === 3")
-        assert browser.js("document.getElementById('review-pos').textContent") == "item 1 / 3"
-        assert browser.js("document.getElementById('review-blind').checked") is True
-        shown = browser.js("document.getElementById('view-review').innerText")
-        assert not any(name in shown for name in NAMES)  # blind: no system name on the page
-        assert browser.js("document.querySelectorAll('#view-review .novel').length") > 0  # highlights drawn
-        assert browser.js("document.querySelectorAll('#view-review .term').length") > 0
-        # item 1: B's simplicity by keys (j: next output, s then 4), C's fluency by a click on 2
-        browser.key("j")
-        browser.key("s")
-        browser.key("4")
-        browser.wait("$('status').textContent.startsWith('rating saved (#1): B simplicity 4')")
-        browser.click('#view-review .out[data-slot="C"] .rate[data-crit="fluency"] button:nth-child(3)')
-        browser.wait("$('status').textContent.startsWith('rating saved (#2): C fluency 2')")
-        texts_item1 = browser.js(
-            "[...document.querySelectorAll('#view-review .out .text')].map(p => p.textContent)"
-        )
-        # item 2: A's meaning by keys
-        browser.key("n")
-        browser.wait("document.getElementById('review-pos')?.textContent === 'item 2 / 3'")
-        browser.key("m")
-        browser.key("5")
-        browser.wait("$('status').textContent.startsWith('rating saved (#3): A meaning 5')")
-        assert browser.js("document.getElementById('review-progress').textContent").startswith(
-            "0 / 3 items rated"
-        )
+    server = studio_server(root, "--annotator", "web")
+    browser = chromium_page
+    browser.goto(server.url + "#review")
+    browser.wait("document.querySelectorAll('#view-review .out').length === 3")
+    browser.assert_fully_visible("#keys-review")
+    assert browser.js("document.getElementById('review-pos').textContent") == "item 1 / 3"
+    assert browser.js("document.getElementById('review-blind').checked") is True
+    shown = browser.js("document.getElementById('view-review').innerText")
+    assert not any(name in shown for name in NAMES)  # blind: no system name on the page
+    assert browser.js("document.querySelectorAll('#view-review .novel').length") > 0  # highlights drawn
+    assert browser.js("document.querySelectorAll('#view-review .term').length") > 0
+    # item 1: B's simplicity by keys (j: next output, s then 4), C's fluency by a click on 2
+    browser.key("j")
+    browser.key("s")
+    browser.key("4")
+    browser.wait("$('status').textContent.startsWith('rating saved (#1): B simplicity 4')")
+    browser.click('#view-review .out[data-slot="C"] .rate[data-crit="fluency"] button:nth-child(3)')
+    browser.wait("$('status').textContent.startsWith('rating saved (#2): C fluency 2')")
+    texts_item1 = browser.js(
+        "[...document.querySelectorAll('#view-review .out .text')].map(p => p.textContent)"
+    )
+    # item 2: A's meaning by keys
+    browser.key("n")
+    browser.wait("document.getElementById('review-pos')?.textContent === 'item 2 / 3'")
+    browser.key("m")
+    browser.key("5")
+    browser.wait("$('status').textContent.startsWith('rating saved (#3): A meaning 5')")
+    assert browser.js("document.getElementById('review-progress').textContent").startswith(
+        "0 / 3 items rated"
+    )
 
-        _stop(server, signal.SIGKILL)  # killed right after the acknowledged ratings
-        server, url = _start(root, "--annotator", "web", "--port", port)
-        browser.send("Page.reload", session=True)
-        browser.wait("document.getElementById('review-pos')?.textContent === 'item 2 / 3'")
-        browser.wait("document.querySelectorAll('#view-review .out').length === 3")
-        assert on(browser, "A", "meaning") == 5
-        assert browser.js("document.getElementById('review-progress').textContent").startswith(
-            "0 / 3 items rated (2 begun)"
-        )
-        browser.key("p")
-        browser.wait("document.getElementById('review-pos')?.textContent === 'item 1 / 3'")
-        browser.wait("document.querySelectorAll('#view-review .rate button.on').length === 2")
-        assert on(browser, "B", "simplicity") == 4 and on(browser, "C", "fluency") == 2
-        assert on(browser, "A", "simplicity") is None
-        # the same blind order after the restart
-        assert browser.js(
-            "[...document.querySelectorAll('#view-review .out .text')].map(p => p.textContent)"
-        ) == (texts_item1)
-        png = browser.screenshot()
-    finally:
-        browser.close()
-        _stop(server, signal.SIGINT)
+    server.kill()  # killed right after the acknowledged ratings
+    server = studio_server(root, "--annotator", "web", "--port", str(server.port))
+    browser.reload()
+    browser.wait("document.getElementById('review-pos')?.textContent === 'item 2 / 3'")
+    browser.wait("document.querySelectorAll('#view-review .out').length === 3")
+    assert on(browser, "A", "meaning") == 5
+    assert browser.js("document.getElementById('review-progress').textContent").startswith(
+        "0 / 3 items rated (2 begun)"
+    )
+    browser.key("p")
+    browser.wait("document.getElementById('review-pos')?.textContent === 'item 1 / 3'")
+    browser.wait("document.querySelectorAll('#view-review .rate button.on').length === 2")
+    assert on(browser, "B", "simplicity") == 4 and on(browser, "C", "fluency") == 2
+    assert on(browser, "A", "simplicity") is None
+    # the same blind order after the restart
+    assert browser.js(
+        "[...document.querySelectorAll('#view-review .out .text')].map(p => p.textContent)"
+    ) == (texts_item1)
+    png = browser.screenshot()
+    server.stop()
     ratings = [json.loads(x) for x in (root / "studio" / "ratings-web.jsonl").read_text().splitlines()]
     by_text = {OUTPUTS[s]["en"][0]: s for s in NAMES}
     b, c = by_text[texts_item1[1]], by_text[texts_item1[2]]

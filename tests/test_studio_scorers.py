@@ -63,9 +63,9 @@ def run_dir(tmp_path_factory, tiny_encoder) -> Path:
 def studio(run_dir: Path, tmp_path: Path, *extra: str):
     root = tmp_path / "run"
     shutil.copytree(run_dir, root)
-    corpus, journal, base = cli.prepare(cli.parse([str(root), "--annotator", "ann", *extra]))
-    journal.start(base)
-    return root, corpus, TestClient(create_app(corpus, journal))
+    s = cli.prepare(cli.parse([str(root), "--annotator", "ann", *extra]))
+    cli.start(s)
+    return root, s.corpus, TestClient(create_app(s))
 
 
 def no_model(self, texts, prefix):
@@ -146,7 +146,7 @@ def test_other_aligners_are_drawn_with_their_scores_and_their_items_can_be_accep
         run_dir, tmp_path, "--aligner", "asymmetric:0.99", "--aligner", "lexical:0.2", "--aligner", "margin"
     )
     info = client.get("/api/info").json()
-    assert info["others"] == [
+    assert info["align"]["others"] == [
         {"aligner": "asymmetric:0.99", "method": "asymmetric", "threshold": 0.99},
         {"aligner": "lexical:0.2", "method": "lexical", "threshold": 0.2},
         {"aligner": "margin:1", "method": "margin", "threshold": 1.0},  # its config's default θ
@@ -179,7 +179,9 @@ def test_other_aligners_are_drawn_with_their_scores_and_their_items_can_be_accep
     assert r.status_code == 200, r.text
     after = r.json()["article"]
     assert after["others"][1]["items"][0]["status"] == "accepted"
-    assert {"complex": first["complex"], "simple": first["simple"], "predicted": False} in after["gold"]
+    label = f"{first['complex'][0] + 1} ↔ {first['simple'][0] + 1}"  # numbered from 1 for people
+    gold_item = {"complex": first["complex"], "simple": first["simple"], "predicted": False, "label": label}
+    assert gold_item | {"overlaps": False} in after["gold"]
     [doc] = load_gold(root / "studio" / "gold-ann.jsonl")
     assert (first["complex"][0], first["simple"][0]) in {(c[0], s[0]) for c, s in doc.gold}
     assert info["sentences_encoded"] == 0 == corpus.n_encoded
@@ -190,7 +192,7 @@ def test_theta_defaults_to_the_aligners_config_default_also_for_the_runs_method(
     _, corpus, client = studio(run_dir, tmp_path, "--aligner", "symmetric", "--aligner", "symmetric:0.9")
     recommended = corpus.cfg.embedder.recommended_threshold  # the symmetric aligner's default θ
     assert corpus.cfg.aligner.threshold == 0.5 != recommended  # the run's own θ is not the default
-    assert [(o["method"], o["threshold"]) for o in client.get("/api/info").json()["others"]] == [
+    assert [(o["method"], o["threshold"]) for o in client.get("/api/info").json()["align"]["others"]] == [
         ("symmetric", recommended),
         ("symmetric", 0.9),
     ]

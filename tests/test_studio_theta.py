@@ -78,12 +78,12 @@ def annotate(client: TestClient) -> None:
 
 
 def real_gold_mode(command: str, report_dir: Path, monkeypatch, capsys) -> tuple[dict, str]:
-    """``python align.py …`` run in-process through its real entry point; its gold_results.json and output."""
+    """``multimsd align …`` run in-process through its real entry point; its gold_results.json and output."""
     from multimsd import align
 
     args = shlex.split(command)
-    assert args[:2] == ["python", "align.py"]
-    monkeypatch.setattr(sys, "argv", ["align.py", *args[2:], f"gold.report_dir={report_dir}"])
+    assert args[:2] == ["multimsd", "align"]
+    monkeypatch.setattr(sys, "argv", ["multimsd align", *args[2:], f"gold.report_dir={report_dir}"])
     capsys.readouterr()
     align.main()
     printed = capsys.readouterr().out
@@ -158,7 +158,7 @@ def test_the_override_re_aligns_the_run_with_the_picked_theta(theta_run, tmp_pat
     run = OmegaConf.to_container(OmegaConf.structured(corpus.cfg), resolve=True)
     for pick in d["picked"]:
         args = shlex.split(pick["override"])
-        assert args[:2] == ["python", "align.py"] and args[-1] == f"aligner.threshold={pick['theta']}"
+        assert args[:2] == ["multimsd", "align"] and args[-1] == f"aligner.threshold={pick['theta']}"
         got = to_config(compose("align", args[2:]))
         assert got.aligner.method == pick["aligner"] and got.aligner.threshold == pick["theta"]
         got = OmegaConf.to_container(OmegaConf.structured(got), resolve=True)
@@ -184,13 +184,13 @@ def test_agreement_between_two_annotators_by_hand(run_dir, tmp_path):  # noqa: F
     post(client, article_id="a2", action="accept", items=[[0, 0], [1, 1]])
     corpus.close()
     # bob, in the same studio directory: his own journal
-    corpus_b, journal_b, base = cli.prepare(cli.parse([str(root), "--annotator", "bob"]))
-    journal_b.start(base)
-    bob = TestClient(create_app(corpus_b, journal_b))
+    s_b = cli.prepare(cli.parse([str(root), "--annotator", "bob"]))
+    cli.start(s_b)
+    corpus_b, bob = s_b.corpus, TestClient(create_app(s_b))
     post(bob, article_id="a1", action="accept", items=[[0, 0], [1, 1]])
     post(bob, article_id="a1", action="reject", items=[[2, 2]])
     corpus_b.close()
-    assert journal_b.path == journal.path.with_name("journal-bob.jsonl")
+    assert s_b.journal.path == journal.path.with_name("journal-bob.jsonl")
     before = {p.name: p.read_bytes() for p in journal.path.parent.iterdir()}
 
     a = client.get("/api/agreement").json()
@@ -204,8 +204,8 @@ def test_agreement_between_two_annotators_by_hand(run_dir, tmp_path):  # noqa: F
     assert (pair["decisions"], pair["agree"]) == (5, 3)
     assert pair["kappa"] == pytest.approx(1 / 6)
     # bob's side from his own server: the same numbers
-    corpus_b, journal_b, _ = cli.prepare(cli.parse([str(root), "--annotator", "bob"]))
-    b = TestClient(create_app(corpus_b, journal_b)).get("/api/agreement").json()
+    s_b = cli.prepare(cli.parse([str(root), "--annotator", "bob"]))
+    corpus_b, b = s_b.corpus, TestClient(create_app(s_b)).get("/api/agreement").json()
     assert b["pairs"][0]["kappa"] == pytest.approx(1 / 6) and b["pairs"][0]["a"] == "bob"
     corpus_b.close()
     # A damaged journal of a third annotator is named, not fatal; the others' files are only read.

@@ -1,22 +1,20 @@
-"""The θ view in a real browser (Debian's headless ``chromium`` over the DevTools pipe, as
-tests/test_studio_browser.py drives it): annotate by keys in the alignment view, switch to the θ view with
-``2``, and the F1 it shows at the picked θ is the one the real ``align.py mode=gold`` gives for the gold file
-(run in-process with the command the view itself shows); a screenshot is not blank. Skipped where chromium is
-not installed, unless ``MULTIMSD_REQUIRE_CHROMIUM=1``."""
+"""The θ view in a real browser (the ``chromium_page`` and ``studio_server`` fixtures of tests/conftest.py):
+annotate by keys in the alignment view, switch to the θ view with ``2``, and the F1 it shows at the picked θ is
+the one the real ``multimsd align mode=gold`` gives for the gold file (run in-process with the command the view
+itself shows); its key-help footer is whole in a 1280 x 900 window; a screenshot is not blank."""
 
 from __future__ import annotations
 
 import io
 import shutil
-import signal
-import subprocess
+from typing import TYPE_CHECKING
 
-from test_report_browser import chromium
-from test_studio import _start
-from test_studio_browser import Chromium
 from test_studio_theta import ARTICLES, real_gold_mode, theta_run  # noqa: F401  (theta_run: the fixture)
 
 from multimsd.alignment.embed import Embedder
+
+if TYPE_CHECKING:
+    from conftest import Chromium
 
 
 def keys_and_wait(browser: Chromium, key: str, expect: str) -> None:
@@ -25,63 +23,61 @@ def keys_and_wait(browser: Chromium, key: str, expect: str) -> None:
     browser.wait(f"$('status').textContent.startsWith({expect!r})")
 
 
-def test_theta_view_shows_align_gold_modes_f1(theta_run, tmp_path, monkeypatch, capsys):  # noqa: F811
+def test_theta_view_shows_align_gold_modes_f1(
+    theta_run,  # noqa: F811
+    tmp_path,
+    monkeypatch,
+    capsys,
+    studio_server,
+    chromium_page,
+):
     from PIL import Image, ImageStat
 
-    exe = chromium()
     root = tmp_path / "run"
     shutil.copytree(theta_run, root)
-    server, url = _start(root, "--annotator", "web")
-    browser = Chromium(exe, tmp_path / "profile")
-    try:
-        browser.send("Page.navigate", session=True, url=url)
-        browser.wait("document.querySelectorAll('#items li').length > 0 && $('article').value === 'a1'")
-        assert browser.js("$('lang').value") == "de"
-        # Before any gold: the θ view says so, and the agreement part says one annotator.
-        browser.key("2")
-        browser.wait("$('view-theta').dataset.state === 'empty'")
-        assert "needs at least 2" in browser.js("$('theta-empty').textContent")
-        assert "one annotator so far" in browser.js("$('agreement').textContent")
-        browser.key("1")
-        browser.wait("!$('view-align').hidden")
-        # a1: accept, accept, reject; a2: accept, reject; a3: accept, accept (a4 untouched)
-        for article, decisions in (("a1", "aar"), ("a2", "ar"), ("a3", "aa")):
-            # The article's own sentences drawn (the select changes before its view has loaded)
-            first = ARTICLES[article][0][0]
-            browser.wait(f"$('complex').querySelector('li')?.textContent === {first!r}")
-            for k in decisions:
-                keys_and_wait(browser, k, "accept saved" if k == "a" else "reject saved")
-            browser.key("n")
-        browser.wait("$('progress-text').textContent === '3 / 4 annotated'")
+    server = studio_server(root, "--annotator", "web")
+    browser = chromium_page
+    browser.goto(server.url)
+    browser.wait("document.querySelectorAll('#items li').length > 0 && $('article').value === 'a1'")
+    assert browser.js("$('lang').value") == "de"
+    # Before any gold: the θ view says so, and the agreement part says one annotator.
+    browser.key("2")
+    browser.wait("$('view-theta').dataset.state === 'empty'")
+    assert "needs at least 2" in browser.js("$('theta-empty').textContent")
+    assert "one annotator so far" in browser.js("$('agreement').textContent")
+    browser.key("1")
+    browser.wait("!$('view-align').hidden")
+    # a1: accept, accept, reject; a2: accept, reject; a3: accept, accept (a4 untouched)
+    for article, decisions in (("a1", "aar"), ("a2", "ar"), ("a3", "aa")):
+        # The article's own sentences drawn (the select changes before its view has loaded)
+        first = ARTICLES[article][0][0]
+        browser.wait(f"$('complex').querySelector('li')?.textContent === {first!r}")
+        for k in decisions:
+            keys_and_wait(browser, k, "accept saved" if k == "a" else "reject saved")
+        browser.key("n")
+    browser.wait("$('progress-text').textContent === '3 / 4 annotated'")
 
-        browser.key("2")  # the θ view, by key
-        browser.wait("location.hash === '#theta' && $('view-theta').dataset.state === 'ok'")
-        pick = "[data-pick][data-lang='de'][data-aligner='symmetric']"
-        shown = browser.js(
-            f"(() => {{ const e = document.querySelector({pick!r}); return {{theta: +e.dataset.theta,"
-            " test: +e.dataset.testF1, valid: +e.dataset.validF1, text: e.querySelector('.test-f1').textContent,"
-            " row: e.querySelector('tr.picked .f1').textContent}; })()"
-        )
-        command = browser.js("$('theta-gold-command').textContent")
-        override = browser.js("$('theta-override').textContent")
-        assert browser.js("document.querySelectorAll('#view-theta svg polyline').length") == 3
-        png = browser.screenshot()
-    finally:
-        browser.close()
-        server.send_signal(signal.SIGINT)
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-        server.stdout.close()
-        server.stderr.close()
+    browser.key("2")  # the θ view, by key
+    browser.wait("location.hash === '#theta' && $('view-theta').dataset.state === 'ok'")
+    browser.assert_fully_visible("#keys-theta")
+    pick = "[data-pick][data-lang='de'][data-aligner='symmetric']"
+    shown = browser.js(
+        f"(() => {{ const e = document.querySelector({pick!r}); return {{theta: +e.dataset.theta,"
+        " test: +e.dataset.testF1, valid: +e.dataset.validF1, text: e.querySelector('.test-f1').textContent,"
+        " row: e.querySelector('tr.picked .f1').textContent}; })()"
+    )
+    command = browser.js("$('theta-gold-command').textContent")
+    override = browser.js("$('theta-override').textContent")
+    assert browser.js("document.querySelectorAll('#view-theta svg polyline').length") == 3
+    png = browser.screenshot()
+    server.stop()
 
     def no_model(self, texts, prefix):
         raise AssertionError("encoded on a cached run")
 
     monkeypatch.setattr(Embedder, "_encode_batch", no_model)
     gold_file = root / "studio" / "gold-web.jsonl"
-    assert f"gold.path={gold_file}" in command and override.startswith("python align.py ")
+    assert f"gold.path={gold_file}" in command and override.startswith("multimsd align ")
     results, printed = real_gold_mode(command, tmp_path / "report", monkeypatch, capsys)
     de = results["methods"]["symmetric"]["de"]
     assert shown["theta"] == de["threshold"]

@@ -5,6 +5,8 @@ a port in use, a bad annotator name are each one ``error: …`` line on stderr a
 bound here (then handed to uvicorn), so "port in use" is found out before the journal is touched, and
 ``--port 0`` takes a free port (the printed URL says which). The last check is the annotator's lock
 (:mod:`multimsd.runlock`): a second studio of the same annotator on the same run is refused the same way.
+The options after ``--gold`` are the registered views' own (:mod:`multimsd.studio.registry`), parsed and listed in
+``--help`` from the registry, as each view's checks (``prepare``) run from it.
 """
 
 from __future__ import annotations
@@ -21,30 +23,41 @@ from typing import TYPE_CHECKING
 from multimsd.errors import MultimsdError
 
 if TYPE_CHECKING:
-    from multimsd.studio.corpus import Corpus
     from multimsd.studio.journal import Journal
+    from multimsd.studio.registry import Studio
 
 USAGE = """\
 usage: multimsd studio PATH [--host 127.0.0.1] [--port 8765] [--annotator NAME] [--gold FILE]
-                       [--aligner METHOD[:THETA] ...]
+                       [--plugin MODULE ...] {synopsis}
 
-A local web app over the alignments in PATH (a `multimsd run` directory or an align.py output directory):
+A local web app over the alignments in PATH (a `multimsd run` directory or a `multimsd align` output directory):
 each article pair's sentences side by side with the aligner's alignments, ranked candidates from the cached
 embeddings, and gold alignments written as you go to STUDIO/gold-NAME.jsonl (the format of
-`align.py mode=gold gold.path=…`), every action journalled in STUDIO/journal-NAME.jsonl first. STUDIO is
-PATH/studio for a run directory, PATH-studio beside an align.py output (which a re-run replaces whole).
+`multimsd align mode=gold gold.path=…`), every action journalled in STUDIO/journal-NAME.jsonl first. STUDIO is
+PATH/studio for a run directory, PATH-studio beside a `multimsd align` output (which a re-run replaces whole).
 A run directory with test predictions also gets the outputs view: every system's outputs per test row, rated
 1-5 (blind if you like) into STUDIO/ratings-NAME.jsonl, which the run's report summarises.
+Sentences are numbered from 1 on the page and in every message; the gold file counts positions from 0.
 
   --host H          address to listen on (default 127.0.0.1); any other needs the token printed in the URL
   --port N          port (default 8765; 0 picks a free one)
   --annotator NAME  whose journal and gold file (default: $USER, else "annotator"); letters, digits, - and _;
                     one studio per annotator and run (a second is refused), other annotators side by side
   --gold FILE       a gold file to start from (read only; recorded in the journal on the first start)
-  --aligner M[:θ]   also show aligner M's alignments (symmetric, asymmetric, margin, nm, lexical; θ: its
-                    default), computed from the cached vectors; repeatable
+  --plugin MODULE   import MODULE first: the views it registers (multimsd.studio.registry) join the page,
+                    with their options; repeatable (installed multimsd.plugins entry points are imported too)
+{options}
 Errors in the input print one line and exit with status 2.
 """
+
+
+def usage() -> str:
+    """``--help``: the core options and every registered view's."""
+    from multimsd.studio.views import all_views
+
+    opts = [o.usage() for v in all_views() for o in v.options]
+    return USAGE.format(synopsis=" ".join(a for a, _ in opts), options="\n".join(b for _, b in opts))
+
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 
@@ -64,7 +77,12 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--port", type=int, default=8765)
     p.add_argument("--annotator", default=None)
     p.add_argument("--gold", default=None)
-    p.add_argument("--aligner", action="append", default=[])
+    p.add_argument("--plugin", action="append", default=[])  # imported already: load_views()
+    from multimsd.studio.views import all_views
+
+    for view in all_views():  # each view's own options (multimsd.studio.registry.Option)
+        for option in view.options:
+            option.add_to(p)
     args = p.parse_args(argv)
     if args.annotator is None:
         try:
@@ -105,19 +123,19 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def prepare(args: argparse.Namespace) -> tuple[Corpus, Journal, list[dict] | None]:
-    """Corpus and journal, every check done; nothing written yet. Returns (corpus, journal, base records)."""
+def prepare(args: argparse.Namespace) -> Studio:
+    """The corpus, the journal and every view's state (:mod:`multimsd.studio.registry`), every check done;
+    nothing written yet."""
     from multimsd.studio.corpus import Corpus, find_align_dir
     from multimsd.studio.journal import Journal, read_base_gold
-    from multimsd.studio.scorers import parse_aligners
+    from multimsd.studio.registry import Studio
 
     root = Path(args.path).expanduser().resolve()
     align_dir = find_align_dir(root)
     corpus = Corpus(align_dir)
-    corpus.others = parse_aligners(args.aligner, corpus.cfg)
     texts = {k: (a.complex, a.simple) for k, a in corpus.articles.items()}
     base = read_base_gold(Path(args.gold).expanduser(), texts) if args.gold else None
-    # A run directory keeps the studio's files beside its stages (a re-run leaves them alone); an align.py
+    # A run directory keeps the studio's files beside its stages (a re-run leaves them alone); an align
     # output directory is replaced whole when it is aligned again, so its studio files go beside it.
     studio_dir = root / "studio" if align_dir != root else root.parent / f"{root.name}-studio"
     journal = Journal(
@@ -126,43 +144,76 @@ def prepare(args: argparse.Namespace) -> tuple[Corpus, Journal, list[dict] | Non
         args.annotator,
         texts,
     )
-    return corpus, journal, base
+    studio = Studio(args, root, corpus, journal, base)
+    return prepare_views(studio)
 
 
-def prepare_review(args: argparse.Namespace):
-    """The outputs view's :class:`~multimsd.studio.review.Review` of a run directory with test predictions, else
-    None; every check done (references the same for every system, ratings journal readable), nothing written."""
-    from multimsd.studio.corpus import find_align_dir
-    from multimsd.studio.review import load_review
+def prepare_views(studio: Studio) -> Studio:
+    """Each registered view's state (its checks run; None: nothing to show for this PATH)."""
+    from multimsd.studio.views import all_views
 
-    root = Path(args.path).expanduser().resolve()
-    if find_align_dir(root) == root:  # an align.py output: no system outputs
-        return None
-    return load_review(root, root / "studio", args.annotator)
+    studio.states = {view.name: view.prepare(studio) for view in all_views()}
+    return studio
+
+
+def start(studio: Studio) -> list[str]:
+    """The first writes, every check passed: the journal's start, then each view's; the lines they print."""
+    from multimsd.studio.views import all_views
+
+    studio.journal.start(studio.base)
+    lines = []
+    for view in all_views():
+        state = studio.states.get(view.name)
+        if view.start is not None and state is not None:
+            line = view.start(state)
+            if line:
+                lines.append(line)
+    return lines
+
+
+def load_views(argv: list[str]) -> None:
+    """Views of your own, registered before the arguments are parsed (so that their options are known): every
+    installed ``multimsd.plugins`` entry point and every module named with ``--plugin MODULE``."""
+    from importlib.metadata import entry_points
+
+    from multimsd.cli import ENTRY_POINT_GROUP, load_plugins
+
+    names = [v for k, v in zip(argv, argv[1:]) if k == "--plugin"]
+    names += [a.split("=", 1)[1] for a in argv if a.startswith("--plugin=")]
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        ep.load()
+    load_plugins(names)
 
 
 def main(argv: list[str]) -> None:
     """``multimsd studio …`` (``argv`` without the command name)."""
-    if not argv or argv[0] in ("-h", "--help"):
-        print(USAGE)
+    if not argv or "-h" in argv or "--help" in argv:
+        try:
+            load_views(argv)  # the views of --plugin MODULE list their options too
+        except MultimsdError as e:
+            print(f"error: {e}", file=sys.stderr)
+            sys.exit(2)
+        print(usage())
         return
     import logging
 
     logging.getLogger("multimsd").setLevel(logging.WARNING)
     try:
+        load_views(argv)
         args = parse(argv)
-        corpus, journal, base = prepare(args)
-        review = prepare_review(args)
+        studio = prepare(args)
         sock = bind(args.host, args.port)
         # One studio per annotator (multimsd.runlock): the last check and the first write. The journal and
-        # ratings are read again under it: another studio of this annotator may have written until just now.
-        lock = annotator_lock(journal, sock.getsockname()[1]).acquire()
-        journal, review = journal.reread(), prepare_review(args)
+        # the views (ratings) are read again under it: another studio of this annotator may have written
+        # until just now.
+        lock = annotator_lock(studio.journal, sock.getsockname()[1]).acquire()
+        studio.journal = studio.journal.reread()
+        prepare_views(studio)
     except MultimsdError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
     try:
-        serve(args, corpus, journal, base, sock, review)
+        serve(studio, sock)
     finally:
         lock.release()
 
@@ -180,23 +231,15 @@ def annotator_lock(journal: Journal, port: int):
     )
 
 
-def serve(
-    args: argparse.Namespace,
-    corpus: Corpus,
-    journal: Journal,
-    base: list[dict] | None,
-    sock: socket.socket,
-    review=None,
-) -> None:
-    """Write the journal's start (the first write of all), print the URL, serve until Ctrl-C."""
+def serve(studio: Studio, sock: socket.socket) -> None:
+    """Write the journal's start (the first write of all) and the views', print the URL, serve until Ctrl-C."""
     import uvicorn
 
     from multimsd.studio.app import create_app
 
+    args, corpus, journal = studio.args, studio.corpus, studio.journal
     token = None if is_loopback(args.host) else secrets.token_urlsafe(24)
-    journal.start(base)  # the first write: every check has passed
-    if review is not None:
-        review.start()
+    lines = start(studio)
     port = sock.getsockname()[1]
     shown = f"[{args.host}]" if ":" in args.host else args.host
     url = f"http://{shown}:{port}/" + (f"?token={token}" if token else "")
@@ -207,9 +250,9 @@ def serve(
         f"gold file {journal.gold_path} (Ctrl-C stops)",
         flush=True,
     )
-    if review is not None:
-        print(f"  outputs of {len(review.systems)} systems; ratings file {review.ratings_path}", flush=True)
-    app = create_app(corpus, journal, token, check_host=token is None, review=review)
+    for line in lines:
+        print(f"  {line}", flush=True)
+    app = create_app(studio, token, check_host=token is None)
     config = uvicorn.Config(app, log_level="warning", access_log=False)
     try:
         uvicorn.Server(config).run(sockets=[sock])

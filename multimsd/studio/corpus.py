@@ -2,10 +2,10 @@
 
 An ``align.py`` output directory holds the aligned rows (a ``DatasetDict``) and the config that made them
 (``align_config.yaml``), but not the articles' sentences. They are rebuilt here from the same input with the
-same segmentation (:func:`multimsd.alignment.encode.segment_pairs`), so sentence indices mean what they meant
-to the aligner and to ``align.py mode=gold``. Sentence vectors come through the project's own
-:class:`~multimsd.alignment.embed.Embedder` and its on-disk cache: on a run whose embeddings are cached nothing
-is encoded and the model is never loaded.
+same segmentation, so sentence positions mean what they meant to the aligner and to ``align.py mode=gold``.
+Sentence vectors come through the project's own embedder and its on-disk cache: on a run whose embeddings are
+cached nothing is encoded and the model is never loaded. All of it through the alignment package's public
+interface, :mod:`multimsd.alignment.api`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from pathlib import Path
 import numpy as np
 
 from multimsd import LANGUAGES
-from multimsd.config import AlignConfig
 from multimsd.errors import MultimsdError
 
 Key = tuple[str, str]  # (lang, article_id)
@@ -48,17 +47,17 @@ def find_align_dir(path: Path) -> Path:
     if not path.exists():
         raise MultimsdError(f"{path}: no such directory")
     if not path.is_dir():
-        raise MultimsdError(f"{path}: not a directory (a multimsd run directory or an align.py output)")
+        raise MultimsdError(f"{path}: not a directory (a multimsd run directory or a multimsd align output)")
     for candidate in (path, path / "align"):
         if (candidate / "dataset_dict.json").is_file() and (candidate / "align_config.yaml").is_file():
             return candidate
     raise MultimsdError(
-        f"{path}: no alignments found (neither a multimsd run directory with align/ nor an align.py output "
+        f"{path}: no alignments found (neither a multimsd run directory with align/ nor a multimsd align output "
         "directory with dataset_dict.json and align_config.yaml)"
     )
 
 
-def _input_path(raw: str | None, align_dir: Path) -> str | None:
+def input_path(raw: str | None, align_dir: Path) -> str | None:
     """The run's ``data.path``. A relative one was relative to where the run started, which is unknown
     here: the current directory is tried first, then the directories above the output."""
     if raw is None or Path(raw).expanduser().is_absolute() or Path(raw).exists():
@@ -67,19 +66,6 @@ def _input_path(raw: str | None, align_dir: Path) -> str | None:
         if (base / raw).exists():
             return str(base / raw)
     return raw  # a Hub id, or a file that is gone: load_article_pairs says which in one line
-
-
-def _load_config(align_dir: Path) -> AlignConfig:
-    from omegaconf import OmegaConf
-
-    from multimsd.alignment.stage import to_config
-
-    try:
-        raw = OmegaConf.load(align_dir / "align_config.yaml")
-    except Exception as e:  # a damaged file: YAML's own message, first line
-        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        raise MultimsdError(f"{align_dir / 'align_config.yaml'}: {first}") from None
-    return to_config(raw)
 
 
 def _predicted_rows(align_dir: Path) -> dict[Key, list[tuple[Predicted, str]]]:
@@ -100,17 +86,17 @@ class Corpus:
     """The article pairs of one alignment output, with their predicted alignments and (lazily) vectors."""
 
     def __init__(self, align_dir: Path):
-        from multimsd.alignment.encode import segment_pairs
+        from multimsd.alignment.api import read_output_config, segment_articles
         from multimsd.io import load_article_pairs
         from multimsd.split import split_article_ids
 
         self.align_dir = align_dir
-        self.cfg = _load_config(align_dir)
+        self.cfg = read_output_config(align_dir)
         cfg = self.cfg
         langs = list(cfg.data.languages)
         pairs = [
             p
-            for p in load_article_pairs(_input_path(cfg.data.path, align_dir), cfg.data.hub_split)
+            for p in load_article_pairs(input_path(cfg.data.path, align_dir), cfg.data.hub_split)
             if p.lang in langs
         ]
         if cfg.data.max_articles:  # the same articles as the run (multimsd.alignment.stage)
@@ -118,9 +104,7 @@ class Corpus:
             pairs = [p for p in pairs if p.article_id in keep]
         if not pairs:
             raise MultimsdError(f"{align_dir}: its input has no article pairs in {', '.join(langs)}")
-        docs = segment_pairs(
-            pairs, cfg.segment.cleanup, cfg.segment.boilerplate_fraction, show_progress=False
-        )
+        docs = segment_articles(pairs, cfg)
         assignment = split_article_ids((p.article_id for p in pairs), cfg.split)
         rows = _predicted_rows(align_dir)
         order = {lang: k for k, lang in enumerate(LANGUAGES)}
@@ -168,7 +152,7 @@ class Corpus:
 
     # ------------------------------------------------------------------------------------------ vectors
     def _encode(self, art: Article) -> tuple[np.ndarray, np.ndarray]:
-        from multimsd.alignment.encode import make_embedder
+        from multimsd.alignment.api import make_embedder
 
         if self._embedder is None:
             self._embedder = make_embedder(self.cfg)  # opens the cache; the model loads only on a miss

@@ -39,6 +39,12 @@ def item_to_json(item: GoldPair) -> list:
     return [side[0] if len(side) == 1 else list(side) for side in item]
 
 
+def item_label(item: GoldPair) -> str:
+    """An item as people read it: sentences numbered from 1, ``((1,), (2, 3))`` -> ``"2 ↔ 3+4"``. Positions
+    (in the gold file, the journal and the API) count from 0; everything the studio says counts from 1."""
+    return " ↔ ".join("+".join(str(k + 1) for k in side) for side in item)
+
+
 def item_from_json(raw: object, n_complex: int, n_simple: int, where: str) -> GoldPair:
     """The inverse of :func:`item_to_json`, checked against the article's sentence counts."""
     if not isinstance(raw, list) or len(raw) != 2:
@@ -47,7 +53,9 @@ def item_from_json(raw: object, n_complex: int, n_simple: int, where: str) -> Go
     for v, n in zip(raw, (n_complex, n_simple)):
         idx = v if isinstance(v, list) else [v]
         if not idx or not all(isinstance(k, int) and not isinstance(k, bool) and 0 <= k < n for k in idx):
-            raise MultimsdError(f"{where}: sentence index {v!r} out of range 0..{n - 1}")
+            raise MultimsdError(
+                f"{where}: sentence position {v!r} out of range 0..{n - 1} (positions count from 0)"
+            )
         sides.append(tuple(sorted(set(idx))))
     return sides[0], sides[1]
 
@@ -281,6 +289,7 @@ __all__ = [
     "append_durable",
     "cut_torn_tail",
     "item_from_json",
+    "item_label",
     "item_to_json",
     "read_base_gold",
     "read_lines",

@@ -39,7 +39,9 @@ from multimsd.errors import MultimsdError
 from multimsd.fsutil import write_text_atomic
 from multimsd.io import read_jsonl
 from multimsd.metrics.human import CRITERIA, SCALE, input_hash, text_hash
+from multimsd.studio.corpus import find_align_dir
 from multimsd.studio.journal import append_durable, cut_torn_tail, read_lines
+from multimsd.studio.registry import Studio, View, register_view
 
 STUDIO_SEED = 25  # fixed: the blind order depends on the item only, never on who looks or when
 
@@ -409,4 +411,32 @@ def routes(review: Review) -> list[Route]:
     return [Route("/api/review", get), Route("/api/rate", rate, methods=["POST"])]
 
 
-__all__ = ["Review", "STUDIO_SEED", "load_review", "routes"]
+def prepare(studio: Studio) -> Review | None:
+    """The outputs view's :class:`Review` of a run directory with test predictions, else None (an ``align``
+    output has no system outputs); every check done (references the same for every system, ratings journal
+    readable), nothing written."""
+    root = studio.root
+    if find_align_dir(root) == root:
+        return None
+    return load_review(root, root / "studio", studio.args.annotator)
+
+
+def start(review: Review) -> str:
+    review.start()
+    return f"outputs of {len(review.systems)} systems; ratings file {review.ratings_path}"
+
+
+register_view(
+    View(
+        name="review",
+        title="outputs",
+        order=30,
+        script="review.js",
+        routes=routes,
+        info=lambda review: review.info(),
+        prepare=prepare,
+        start=start,
+    )
+)
+
+__all__ = ["Review", "STUDIO_SEED", "load_review", "prepare", "routes"]

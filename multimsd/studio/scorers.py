@@ -1,7 +1,7 @@
 """Other aligners than the run's, and the scorers that rank candidate sentences, for the alignment view.
 
 **Other aligners** (``multimsd studio PATH --aligner METHOD[:THETA]``, repeatable): each is one of the
-project's registered aligners, run through its own :meth:`~multimsd.alignment.aligners.Aligner.candidates`
+project's registered aligners, run through its own candidates (:func:`multimsd.alignment.api.align_article`)
 (nothing is re-implemented here) on one article pair at a time, lazily, the first time the article is shown,
 and kept. An embedding aligner (symmetric, asymmetric, margin) gets the article's vectors from the corpus (the
 run's embedding cache: nothing is encoded on a cached run); ``nm`` embeds its blocks through the run's embedder
@@ -32,9 +32,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from multimsd.errors import MultimsdError
+from multimsd.studio.journal import item_label
 
 if TYPE_CHECKING:
-    from multimsd.alignment.aligners import Aligner
+    from multimsd.alignment.api import Aligner
     from multimsd.config import AlignConfig
     from multimsd.studio.corpus import Article, Corpus, Key
 
@@ -61,10 +62,10 @@ def _with_aligner(run_cfg: AlignConfig, method: str, theta: float | None) -> Ali
     recommended θ), also when it is the run's method (the run's own θ is what the run's items show)."""
     from omegaconf import OmegaConf
 
-    from multimsd.alignment.aligners import ALIGNERS
+    from multimsd.alignment.api import aligner_defaults
 
     node = OmegaConf.structured(run_cfg)
-    default = ALIGNERS[method].default_options()
+    default = aligner_defaults(method)
     if run_cfg.aligner.method != method:
         node.aligner = default
     node.aligner.threshold = default.threshold if theta is None else theta
@@ -73,7 +74,7 @@ def _with_aligner(run_cfg: AlignConfig, method: str, theta: float | None) -> Ali
 
 def parse_aligners(specs: list[str], run_cfg: AlignConfig) -> list[OtherAligner]:
     """``--aligner`` values, checked: an unknown method or a bad θ is a :class:`MultimsdError` (one line)."""
-    from multimsd.alignment.aligners import get_aligner
+    from multimsd.alignment.api import aligner as get_aligner
 
     out: list[OtherAligner] = []
     for spec in specs:
@@ -109,43 +110,36 @@ _lock = threading.Lock()  # one aligner computation at a time (the embedding cac
 
 def aligner_items(corpus: Corpus, art: Article, other: OtherAligner) -> list[dict]:
     """``other``'s alignments of ``art`` (computed on first use, then kept): members, score, cosine."""
-    from multimsd.alignment.aligners import aligner_candidates
-    from multimsd.alignment.filters import filter_pairs
+    from multimsd.alignment.api import align_article
 
     key = (art.lang, art.article_id)
     if key in other.items:
         return other.items[key]
     a = other.aligner
-    inputs = corpus.vectors(art) if a.needs == "embeddings" else (art.complex, art.simple)
+    if a.needs == "embeddings":
+        corpus.vectors(art)  # outside the lock: the embedding worker may take a while on an uncached run
     with _lock:
         if key in other.items:
             return other.items[key]
-        [matches] = aligner_candidates(a, [inputs], [art.lang], other.cfg, min_score=other.threshold)
+        rows = align_article(
+            a,
+            (art.complex, art.simple),
+            art.lang,
+            other.cfg,
+            other.threshold,
+            vectors=lambda: corpus.vectors(art),
+        )
         if a.needs != "embeddings":
             other.n_encoded += a.n_encoded  # nm embeds its blocks itself (0 when they are cached)
-        rows = [
-            {
-                "complex": " ".join(art.complex[k] for k in m.complex_members),
-                "simple": " ".join(art.simple[k] for k in m.simple_members),
-                "lang": art.lang,
-                "members": (list(m.complex_members), list(m.simple_members)),
-                "score": float(m.score),
-                "cosine": None if np.isnan(m.cosine) else float(m.cosine),
-            }
-            for m in matches
-            if a.keeps(m.score, other.threshold)
-        ]
-        rows, _ = filter_pairs(rows, other.cfg.filters)
         items = [
             {
-                "complex": r["members"][0],
-                "simple": r["members"][1],
+                "complex": r["complex"],
+                "simple": r["simple"],
                 "score": round(r["score"], 4),
                 "cosine": None if r["cosine"] is None else round(r["cosine"], 4),
             }
             for r in rows
         ]
-        items.sort(key=lambda it: (it["complex"], it["simple"]))
         other.items[key] = items
     return items
 
@@ -158,7 +152,7 @@ def others_view(corpus: Corpus, art: Article, gold: set, rejected: set) -> dict:
         for it in aligner_items(corpus, art, other):
             item = (tuple(it["complex"]), tuple(it["simple"]))
             status = "accepted" if item in gold else "rejected" if item in rejected else "open"
-            items.append(it | {"status": status})
+            items.append(it | {"status": status, "label": item_label(item)})
         out.append(
             {"aligner": other.name, "method": other.method, "threshold": other.threshold, "items": items}
         )
@@ -172,9 +166,9 @@ def n_encoded(corpus: Corpus) -> int:
 
 # ---------------------------------------------------------------------------------------------- scorers
 def scorer_names() -> list[str]:
-    from multimsd.alignment.aligners.lexical import STRING_SCORES
+    from multimsd.alignment.api import string_scorers
 
-    return ["cosine", "lexical", *STRING_SCORES]
+    return ["cosine", "lexical", *string_scorers()]
 
 
 # The columns the page shows unless told otherwise: the embedder, the string-metric mean, two of its parts.
@@ -200,20 +194,19 @@ def scores(corpus: Corpus, art: Article, side: str, idx: int, names: list[str]) 
         out["cosine"] = (vc[idx] @ vs.T) if side == "complex" else (vs[idx] @ vc.T)
     strings = [n for n in names if n != "cosine"]
     if strings:
-        from multimsd.alignment.aligners.lexical import STRING_SCORES, mean_similarity, score_matrices
+        from multimsd.alignment.api import mean_string_score, string_scorers, string_scores
 
-        wanted = list(STRING_SCORES) if "lexical" in strings else [n for n in strings if n != "lexical"]
+        wanted = list(string_scorers()) if "lexical" in strings else [n for n in strings if n != "lexical"]
         if side == "complex":
             mats = {
-                k: m[0] for k, m in score_matrices([art.complex[idx]], art.simple, art.lang, wanted).items()
+                k: m[0] for k, m in string_scores([art.complex[idx]], art.simple, art.lang, wanted).items()
             }
         else:
             mats = {
-                k: m[:, 0]
-                for k, m in score_matrices(art.complex, [art.simple[idx]], art.lang, wanted).items()
+                k: m[:, 0] for k, m in string_scores(art.complex, [art.simple[idx]], art.lang, wanted).items()
             }
         if "lexical" in strings:
-            out["lexical"] = mean_similarity(mats)
+            out["lexical"] = mean_string_score(mats)
         for n in strings:
             if n != "lexical":
                 out[n] = mats[n]

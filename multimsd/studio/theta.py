@@ -1,15 +1,15 @@
 """The θ view and the agreement between annotators: ``/api/theta`` and ``/api/agreement``.
 
 **θ view.** The gold annotated so far is the annotator's gold file (``journal.gold_path``: the article pairs
-they touched, nothing else), scored by the project's own gold mode: :func:`multimsd.alignment.goldmode.evaluate_gold`
+they touched, nothing else), scored by the project's own gold mode: :func:`multimsd.alignment.api.evaluate_gold`
 is called with the gold file's documents, read by :func:`multimsd.gold.load_gold_docs`, and the run's own
-config (``align_config.yaml``) with ``mode=gold``. So the numbers are those ``python align.py mode=gold
+config (``align_config.yaml``) with ``mode=gold``. So the numbers are those ``multimsd align mode=gold
 gold.path=<gold file>`` prints for the run's settings, by construction: the gold article pairs are split in a
 validation half (θ is tuned there: the F1-maximising θ of the aligner's grid, ties to the higher θ) and a test
 half (P/R/F1 at that θ, what gold mode prints). Scored: the run's aligner and the embedding aligners
 (symmetric, asymmetric, margin), whose candidates come from the same cached sentence vectors (an aligner
 other than the run's runs with its default options, as in gold mode). The command that reproduces the numbers
-(``gold_command``) and the ``align.py`` override that re-aligns the run with the picked θ (``override``) are
+(``gold_command``) and the ``multimsd align`` override that re-aligns the run with the picked θ (``override``) are
 built from the run's config: every key of ``align_config.yaml`` that differs from what ``align.py`` composes
 by default, with ``data.path`` and ``output.dir`` made absolute (``output.dir`` is the run's own alignment
 directory: the override re-aligns it in place).
@@ -36,8 +36,9 @@ from starlette.routing import Route
 
 from multimsd.config import AlignConfig
 from multimsd.errors import MultimsdError
-from multimsd.studio.corpus import Corpus, _input_path
+from multimsd.studio.corpus import Corpus, input_path
 from multimsd.studio.journal import Journal
+from multimsd.studio.registry import View, register_view
 
 # Scored besides the run's own aligner: they match from the same cached sentence vectors (cheap).
 EMBEDDING_METHODS = ("symmetric", "asymmetric", "margin")
@@ -96,7 +97,7 @@ def run_overrides(corpus: Corpus, method: str, skip: tuple[str, ...] = SKIP_KEYS
     base = _leaves(OmegaConf.to_container(compose("align", group), resolve=True))
     run = _leaves(OmegaConf.to_container(OmegaConf.structured(cfg), resolve=True))
     run["output.dir"] = str(corpus.align_dir)
-    path = _input_path(cfg.data.path, corpus.align_dir)
+    path = input_path(cfg.data.path, corpus.align_dir)
     run["data.path"] = str(Path(path).resolve()) if path and Path(path).exists() else path
     out = list(group)
     for key, value in run.items():
@@ -110,7 +111,8 @@ def run_overrides(corpus: Corpus, method: str, skip: tuple[str, ...] = SKIP_KEYS
 
 
 def command(args: list[str]) -> str:
-    return "python align.py " + " ".join(shlex.quote(a) for a in args)
+    """The command line a user runs: ``multimsd align …`` works wherever multimsd is installed (a wheel too)."""
+    return "multimsd align " + " ".join(shlex.quote(a) for a in args)
 
 
 # ---------------------------------------------------------------------------------------------- θ view
@@ -127,7 +129,7 @@ def gold_config(cfg: AlignConfig, gold_path: Path) -> AlignConfig:
 def theta_view(corpus: Corpus, journal: Journal, overrides: dict[str, list[str]] | None = None) -> dict:
     """Everything the θ view draws (see the module docstring); ``state`` is ``"empty"`` with a ``message``
     while there is not enough gold (gold mode needs two article pairs: one to tune θ on, one to test)."""
-    from multimsd.alignment.goldmode import evaluate_gold
+    from multimsd.alignment.api import evaluate_gold
     from multimsd.gold import load_gold_docs
 
     cfg = corpus.cfg
@@ -293,5 +295,15 @@ def routes(corpus: Corpus, journal: Journal, lock: threading.Lock | None = None)
 
     return [Route("/api/theta", theta), Route("/api/agreement", agree)]
 
+
+register_view(
+    View(
+        name="theta",
+        title="θ",
+        order=20,
+        script="theta.js",
+        routes=lambda studio: routes(studio.corpus, studio.journal),
+    )
+)
 
 __all__ = ["agreement_view", "routes", "run_overrides", "theta_view"]

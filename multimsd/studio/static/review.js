@@ -18,7 +18,7 @@
   };
   // This view's styles travel with it (studio.css stays the alignment view's).
   document.head.append(el("style", { textContent: `
-#view-review { display: block; overflow-y: auto; height: calc(100vh - 96px); box-sizing: border-box; }
+#view-review { display: block; overflow-y: auto; }
 #review-tools { display: inline-flex; gap: 10px; align-items: center; flex-wrap: wrap; }
 #view-review section { margin: 0 0 8px; padding: 0 0 4px; }
 #view-review .text { margin: 4px 10px; font-size: 15px; line-height: 1.6; }
@@ -50,9 +50,6 @@
   footer.innerHTML = "keys: <kbd>n</kbd>/<kbd>p</kbd> next / previous item · <kbd>j</kbd>/<kbd>k</kbd> " +
     "next / previous output · <kbd>s</kbd> <kbd>m</kbd> <kbd>f</kbd> then <kbd>1</kbd>–<kbd>5</kbd>: rate " +
     "simplicity, meaning, fluency (or click) · <kbd>b</kbd> blind on / off";
-  document.getElementById("status").before(tools);
-  document.querySelector("main").after(main);
-  document.querySelector("footer").after(footer);
 
   // ---- drawing
   function marked(text, novel, terms) {
@@ -152,9 +149,8 @@
   tools.querySelector("#review-prev").onclick = () => move(-1);
   tools.querySelector("#review-next").onclick = () => move(1);
 
-  st.register("review", "outputs", {
+  st.register("review", {
     main, footer, tools,
-    available: (info) => Boolean(info && info.review),
     async show() {
       if (R.item) return;
       let langs = [];

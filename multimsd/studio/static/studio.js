@@ -1,358 +1,79 @@
-// multimsd studio front end: plain JavaScript, no build step, no network beyond this server.
-// The server holds all state (journal + gold file); the page only draws the latest answer and sends actions.
+// multimsd studio: the page's frame. Plain JavaScript, no build step, no network beyond this server.
+// The server writes the header's view buttons and the views' <script> tags from its registry of views
+// (multimsd/studio/registry.py). Each view's script calls studio.register(name, view) with
+// view = {main, footer, tools?, init?(info), show?(), key?(event) -> true when it used the key}; the frame puts
+// its parts on the page and shows one view at a time. A view's number key is its button's data-key, which the
+// server numbers in the registry's order: never the order the scripts happen to load in. The view shown is in
+// the URL's #hash (kept on reload). The server holds all state; views draw its latest answer.
 "use strict";
 
-const token = new URLSearchParams(location.search).get("token");
-const S = {
-  info: null, lang: null, articles: [], view: null,
-  item: 0,                                  // cursor in the alignments list
-  side: "complex", cur: { complex: 0, simple: 0 },
-  sel: { complex: new Set(), simple: new Set() },
-  cands: null,                              // {side, idx, candidates, scorers: {name: [{idx, rank, score}]}, combined?}
-  hide: new Set(),                          // other aligners (--aligner) whose items the legend hides
-  combo: [],                                // the scorers the ranking follows; two or more: their combination
-};
 const $ = (id) => document.getElementById(id);
 
-async function api(path, body) {
-  const opts = { headers: token ? { "X-Studio-Token": token } : {} };
-  if (body) {
-    opts.method = "POST";
-    opts.headers["Content-Type"] = "application/json";
-    opts.body = JSON.stringify(body);
-  }
-  const r = await fetch(path, opts);
-  const data = await r.json();
-  if (!r.ok) throw new Error(data.error || r.status);
-  return data;
-}
+const studio = (() => {
+  const token = new URLSearchParams(location.search).get("token");
 
-const q = (o) => new URLSearchParams(o).toString();
-const status = (t) => { $("status").textContent = t; };
-
-// Views. The alignment view is this file; every other view is a script of its own (loaded after this one in
-// index.html) that calls studio.register(name, title, view) with view = {main, footer, tools?, available?(info),
-// show?(), key?(event) -> true when it used the key}. The view shown is in the URL's #hash (kept on reload);
-// keys 1, 2, … switch views in the order they were registered.
-const studio = {
-  api, q, status, $, order: ["align"], current: "align",
-  views: { align: { main: $("view-align"), footer: $("keys-align"), tools: $("align-tools") } },
-  register(name, title, view) {
-    const b = document.createElement("button");
-    b.dataset.view = name;
-    b.textContent = title;
-    b.title = String(this.order.length + 1);
-    b.hidden = true;  // until /api/info says the view has something to show
-    $("views").append(b);
-    for (const el of [view.main, view.footer, view.tools]) if (el) el.hidden = true;
-    this.views[name] = view;
-    this.order.push(name);
-  },
-};
-window.studio = studio;
-
-function showView(name) {
-  const v = studio.views[name];
-  if (!v || (v.available && !v.available(S.info))) name = "align";
-  studio.current = name;
-  for (const [n, view] of Object.entries(studio.views)) {
-    for (const el of [view.main, view.footer, view.tools]) if (el) el.hidden = n !== name;
-  }
-  for (const b of $("views").children) b.classList.toggle("on", b.dataset.view === name);
-  if (location.hash.slice(1) !== name) history.replaceState(null, "", name === "align" ? location.pathname + location.search : "#" + name);
-  if (studio.views[name].show) studio.views[name].show();
-}
-
-function items() {
-  // The run's alignments first (in document order), then gold items the aligner did not predict, then the
-  // items of the other aligners (--aligner) the legend shows, each labelled with its aligner.
-  const v = S.view;
-  const out = v.predicted.map((p) => ({ ...p, kind: p.status }));
-  for (const g of v.gold) if (!g.predicted) out.push({ ...g, kind: "gold-only", score: null });
-  for (const o of v.others || []) {
-    if (S.hide.has(o.aligner)) continue;
-    for (const it of o.items) out.push({ ...it, kind: it.status, aligner: o.aligner });
-  }
-  return out;
-}
-
-function runAligner() { return `${S.info.aligner.method}:${S.info.aligner.threshold}`; }
-
-function drawLegend() {
-  // One line per aligner: the run's (always shown: a/r/T act on it) and a toggle for each --aligner.
-  const v = S.view, box = $("legend");
-  box.replaceChildren();
-  box.hidden = !(v.others && v.others.length);
-  if (box.hidden) return;
-  const run = document.createElement("span");
-  run.className = "run";
-  run.textContent = `${runAligner()} (run) ${v.predicted.length}`;
-  box.append(run);
-  for (const o of v.others) {
-    const l = document.createElement("label");
-    const cb = document.createElement("input");
-    cb.type = "checkbox";
-    cb.checked = !S.hide.has(o.aligner);
-    cb.dataset.aligner = o.aligner;
-    cb.onchange = () => { if (cb.checked) S.hide.delete(o.aligner); else S.hide.add(o.aligner); draw(); };
-    l.append(cb, ` ${o.aligner} ${o.items.length}`);
-    box.append(l);
-  }
-}
-
-function scorerShort(name) { return name === "combined" ? "Σ" : name.slice(0, 3); }
-
-function drawScorers() {
-  // A button per scorer: a click ranks by that scorer, a shift-click adds it to (or takes it out of) the
-  // combination (mean rank of the chosen scorers); c cycles through them one at a time.
-  const bar = $("scorer-bar");
-  const names = (S.info && S.info.default_scorers) || [];
-  bar.replaceChildren();
-  for (const n of names) {
-    const b = document.createElement("button");
-    b.textContent = n;
-    b.dataset.scorer = n;
-    b.title = `${scorerShort(n)}: click ranks by ${n}; shift-click combines`;
-    b.classList.toggle("on", S.combo.includes(n));
-    b.onclick = (e) => {
-      if (e.shiftKey) {
-        if (S.combo.includes(n)) { if (S.combo.length > 1) S.combo = S.combo.filter((x) => x !== n); }
-        else S.combo = [...S.combo, n];
-      } else S.combo = [n];
-      candidates();
-    };
-    bar.append(b);
-  }
-}
-
-function rankColumns() {
-  // The columns shown next to each candidate: every scorer of the answer, then the combination if any.
-  if (!S.cands || !S.cands.scorers) return [];
-  const cols = Object.keys(S.cands.scorers);
-  if (S.cands.combined) cols.push("combined");
-  return cols;
-}
-
-function rankOf(name) {
-  const list = name === "combined" ? S.cands.combined.ranking : S.cands.scorers[name];
-  const out = {};
-  for (const c of list) out[c.idx] = c;
-  return out;
-}
-
-function label(side) { return side.map((k) => k + 1).join("+"); }
-
-function draw() {
-  const v = S.view;
-  if (!v) return;
-  const its = items();
-  S.item = Math.max(0, Math.min(S.item, its.length - 1));
-  const current = its[S.item];
-  const linked = { complex: new Set(), simple: new Set() };
-  for (const g of v.gold) { g.complex.forEach((k) => linked.complex.add(k)); g.simple.forEach((k) => linked.simple.add(k)); }
-  const rank = {};
-  if (S.cands) S.cands.candidates.forEach((c, r) => { rank[c.idx] = [r + 1, c.cosine]; });
-  const cols = rankColumns(), ranks = Object.fromEntries(cols.map((n) => [n, rankOf(n)]));
-  const leading = S.combo.length > 1 ? "combined" : S.combo[0];
-  for (const side of ["complex", "simple"]) {
-    const head = $(side).querySelector(".rank-head");
-    head.replaceChildren();
-    if (S.cands && S.cands.side !== side) {
-      for (const n of cols) {
-        const h = document.createElement("span");
-        h.className = "rank" + (n === leading ? " lead" : "");
-        h.textContent = scorerShort(n);
-        h.title = n === "combined" ? `mean rank of ${S.cands.combined.scorers.join(", ")}` : n;
-        head.append(h);
-      }
+  async function api(path, body) {
+    const opts = { headers: token ? { "X-Studio-Token": token } : {} };
+    if (body) {
+      opts.method = "POST";
+      opts.headers["Content-Type"] = "application/json";
+      opts.body = JSON.stringify(body);
     }
-    const ol = $(side).querySelector("ol");
-    ol.replaceChildren();
-    v[side].forEach((text, k) => {
-      const li = document.createElement("li");
-      li.textContent = text;
-      li.dataset.idx = k;
-      if (linked[side].has(k)) li.classList.add("linked");
-      if (S.sel[side].has(k)) li.classList.add("selected");
-      if (current && current[side].includes(k)) li.classList.add("current");
-      if (S.side === side && S.cur[side] === k) li.classList.add("cursor");
-      if (S.cands && S.cands.side !== side && cols.length) {
-        // One column per scorer (#rank, its score on hover), the leading one (or the combination) in bold.
-        const c = document.createElement("span");
-        c.className = "cand";
-        for (const n of cols) {
-          const r = ranks[n][k];
-          const cell = document.createElement("span");
-          cell.className = "rank" + (n === leading ? " lead" : "");
-          cell.dataset.scorer = n;
-          cell.textContent = r ? `#${r.rank}` : "";
-          if (r) cell.title = `${n}: ${n === "combined" ? "mean rank " : ""}${r.score}`;
-          c.append(cell);
-        }
-        if (ranks[leading] && ranks[leading][k] && ranks[leading][k].rank <= 3) li.classList.add("top");
-        li.prepend(c);
-      } else if (S.cands && S.cands.side !== side && rank[k]) {
-        const c = document.createElement("span");
-        c.className = "cand";
-        c.textContent = `#${rank[k][0]} ${rank[k][1].toFixed(3)}`;
-        li.prepend(c);
+    const r = await fetch(path, opts);
+    const data = await r.json();
+    if (!r.ok) throw new Error(data.error || r.status);
+    return data;
+  }
+
+  const q = (o) => new URLSearchParams(o).toString();
+  const status = (t) => { $("status").textContent = t; };
+  const views = {};
+  const button = (name) => $("views").querySelector(`[data-view="${CSS.escape(name)}"]`);
+  // A view is shown when its script registered it and the server did not hide its button (nothing to show).
+  const usable = (name) => Boolean(views[name] && button(name) && !button(name).hidden);
+  const first = () => [...$("views").children].map((b) => b.dataset.view).find(usable);
+
+  const self = {
+    api, q, status, $, info: null, current: null,
+    register(name, view) {
+      if (!button(name)) { console.error(`studio: view ${name} is not registered on the server`); return; }
+      views[name] = view;
+      $("mains").append(view.main);
+      $("footers").append(view.footer);
+      if (view.tools) $("tools").append(view.tools);
+      for (const el of [view.main, view.footer, view.tools]) if (el) el.hidden = true;
+    },
+    show(name) {
+      if (!usable(name)) name = first();
+      if (!name) return;
+      self.current = name;
+      for (const [n, view] of Object.entries(views)) {
+        for (const el of [view.main, view.footer, view.tools]) if (el) el.hidden = n !== name;
       }
-      li.onclick = () => { S.side = side; S.cur[side] = k; toggle(side, k); };
-      ol.append(li);
-    });
-  }
-  const list = $("items");
-  list.replaceChildren();
-  its.forEach((it, k) => {
-    const li = document.createElement("li");
-    const score = it.score === null ? "gold" : it.score.toFixed(3);
-    li.textContent = `${label(it.complex)} ↔ ${label(it.simple)}  ${score}  ${it.kind}` + (it.aligner ? `  ${it.aligner}` : "");
-    li.className = it.kind + (it.aligner ? " other" : "") + (k === S.item ? " cursor" : "");
-    if (it.aligner) li.dataset.aligner = it.aligner;
-    li.onclick = () => { S.item = k; draw(); };
-    list.append(li);
+      for (const b of $("views").children) b.classList.toggle("on", b.dataset.view === name);
+      const hash = name === first() ? "" : "#" + name;
+      if (location.hash !== hash) history.replaceState(null, "", location.pathname + location.search + hash);
+      if (views[name].show) views[name].show();
+    },
+  };
+
+  document.addEventListener("keydown", (e) => {
+    if (e.target.tagName === "INPUT" || e.target.tagName === "SELECT" || e.ctrlKey || e.metaKey || e.altKey) return;
+    const view = views[self.current];  // the view sees its keys first (a digit may be a rating there)
+    if (view && view.key && view.key(e)) { e.preventDefault(); return; }
+    const b = /^[1-9]$/.test(e.key) && $("views").querySelector(`[data-key="${e.key}"]`);
+    if (b && usable(b.dataset.view)) { self.show(b.dataset.view); e.preventDefault(); }
   });
-  $("undo").disabled = !v.can_undo;
-  drawLegend();
-  drawScorers();
-  const cur = list.children[S.item];
-  if (cur) cur.scrollIntoView({ block: "nearest" });
-  const cs = $(S.side).querySelector("li.cursor");
-  if (cs) cs.scrollIntoView({ block: "nearest" });
-}
+  $("views").onclick = (e) => { if (e.target.dataset.view) self.show(e.target.dataset.view); };
 
-function progress() {
-  const done = S.articles.filter((a) => a.annotated).length;
-  $("progress").max = S.articles.length || 1;
-  $("progress").value = done;
-  $("progress-text").textContent = `${done} / ${S.articles.length} annotated`;
-}
-
-async function loadLang(lang) {
-  S.lang = lang;
-  S.articles = await api("/api/articles?" + q({ lang }));
-  const sel = $("article");
-  sel.replaceChildren(...S.articles.map((a) => new Option(
-    `${a.article_id} (${a.split}; ${a.predicted} aligned${a.annotated ? "; annotated" : ""})`, a.article_id)));
-  progress();
-  if (S.articles.length) await loadArticle(S.articles[0].article_id);
-}
-
-let loading = 0;  // the latest article asked for: an answer to an earlier request is dropped, not drawn
-
-async function loadArticle(id) {
-  const ticket = ++loading;
-  const view = await api("/api/article?" + q({ lang: S.lang, id }));
-  if (ticket !== loading) return;
-  // The picker changes with the drawing, never before: until then keys act on the article that is shown.
-  $("article").value = id;
-  S.view = view;
-  S.item = 0; S.cands = null;
-  S.sel = { complex: new Set(), simple: new Set() };
-  S.cur = { complex: 0, simple: 0 };
-  draw();
-}
-
-async function act(action, extra) {
-  const v = S.view;
-  try {
-    const r = await api("/api/action", { action, lang: v.lang, article_id: v.article_id, ...extra });
-    const a = S.articles.find((x) => x.article_id === v.article_id);
-    if (a) a.annotated = r.article.annotated;  // an undo of the only action takes it back
-    progress();
-    status(`${action} saved (#${r.seq})`);
-    // Another article may have been opened while the action was on its way: redraw only the one it acted on.
-    if (S.view && S.view.lang === v.lang && S.view.article_id === v.article_id) { S.view = r.article; draw(); }
-  } catch (e) { status(`not saved: ${e.message}`); }
-}
-
-function currentItem() { return items()[S.item]; }
-function asItem(it) { return [it.complex, it.simple]; }
-
-async function candidates() {
-  const side = S.side, idx = S.cur[side];
-  try {
-    const params = { lang: S.lang, id: S.view.article_id, side, idx };
-    if (S.combo.length > 1) params.scorers = S.combo.join(",");  // every scorer's column, and their combination
-    const cands = await api("/api/candidates?" + q(params));
-    if (S.view.article_id !== params.id || S.lang !== params.lang) return;  // ranks of an article left meanwhile
-    S.cands = cands;
-  } catch (e) { status(`no candidates: ${e.message}`); }
-  draw();
-}
-
-function toggle(side, k) {
-  if (S.sel[side].has(k)) S.sel[side].delete(k); else S.sel[side].add(k);
-  candidates();
-}
-
-async function link() {
-  if (!S.sel.complex.size || !S.sel.simple.size) { status("select sentences on both sides first"); return; }
-  const it = [[...S.sel.complex].sort((a, b) => a - b), [...S.sel.simple].sort((a, b) => a - b)];
-  S.sel = { complex: new Set(), simple: new Set() };
-  await act("link", { items: [it] });
-}
-
-document.addEventListener("keydown", (e) => {
-  if (e.target.tagName === "INPUT" || e.target.tagName === "SELECT" || e.ctrlKey || e.metaKey || e.altKey) return;
-  const view = studio.views[studio.current];  // a view sees its keys first (a digit may be a rating there)
-  if (studio.current !== "align" && view.key && view.key(e)) { e.preventDefault(); return; }
-  const nth = studio.order[Number(e.key) - 1];
-  if (/^[1-9]$/.test(e.key) && nth && !$("views").querySelector(`[data-view="${nth}"]`).hidden) {
-    showView(nth); e.preventDefault(); return;
-  }
-  if (studio.current !== "align") return;
-  const v = S.view;
-  if (!v) return;
-  const n = items().length;
-  const k = e.key;
-  if (k === "j") { S.item = Math.min(n - 1, S.item + 1); draw(); }
-  else if (k === "k") { S.item = Math.max(0, S.item - 1); draw(); }
-  else if ((k === "a" || k === "r") && currentItem()) {
-    const it = asItem(currentItem());
-    S.item = Math.min(n - 1, S.item + 1);  // on to the next alignment: one key per decision
-    act(k === "a" ? "accept" : "reject", { items: [it] });
-  }
-  else if (k === "l") link();
-  else if (k === "u") act("undo", {});
-  else if (k === "T") act("accept_above", { theta: parseFloat($("theta").value) });
-  else if (k === "c") {
-    // one scorer at a time, the next one (shift-click on the scorer buttons combines several)
-    const names = S.info.default_scorers;
-    S.combo = [names[(names.indexOf(S.combo[0]) + 1) % names.length]];
-    candidates();
-  }
-  else if (k === "ArrowDown" || k === "ArrowUp") {
-    const len = v[S.side].length;
-    S.cur[S.side] = Math.max(0, Math.min(len - 1, S.cur[S.side] + (k === "ArrowDown" ? 1 : -1)));
-    candidates();
-  } else if (k === "ArrowLeft" || k === "ArrowRight") {
-    S.side = k === "ArrowLeft" ? "complex" : "simple";
-    candidates();
-  } else if (k === " ") toggle(S.side, S.cur[S.side]);
-  else if (k === "n" || k === "p") {
-    const ids = S.articles.map((a) => a.article_id);
-    const at = ids.indexOf(v.article_id) + (k === "n" ? 1 : -1);
-    if (at >= 0 && at < ids.length) loadArticle(ids[at]);
-  } else return;
-  e.preventDefault();
-});
-
-$("lang").onchange = (e) => loadLang(e.target.value);
-$("article").onchange = (e) => loadArticle(e.target.value);
-$("above").onclick = () => act("accept_above", { theta: parseFloat($("theta").value) });
-$("undo").onclick = () => act("undo", {});
-$("views").onclick = (e) => { if (e.target.dataset.view) showView(e.target.dataset.view); };
-
-(async () => {
-  S.info = await api("/api/info");
-  $("theta").value = S.info.aligner.threshold;
-  S.combo = S.info.default_scorers ? [S.info.default_scorers[0]] : [];
-  $("lang").replaceChildren(...S.info.languages.map((l) => new Option(`${l.lang} (${l.articles})`, l.lang)));
-  for (const b of $("views").children) {
-    const v = studio.views[b.dataset.view];
-    b.hidden = Boolean(v.available && !v.available(S.info));
-  }
-  showView(location.hash.slice(1) || "align");
-  if (S.info.languages.length) await loadLang(S.info.languages[0].lang);
-})().catch((e) => status(`cannot load: ${e.message}`));
+  // The views' scripts run before this event (they follow this one in the page): every view is registered.
+  window.addEventListener("DOMContentLoaded", async () => {
+    try {
+      self.info = await api("/api/info");
+      self.show(location.hash.slice(1));
+      for (const [name, view] of Object.entries(views)) if (view.init && usable(name)) await view.init(self.info);
+    } catch (e) { status(`cannot load: ${e.message}`); }
+  });
+  return self;
+})();
+window.studio = studio;

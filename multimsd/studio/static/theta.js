@@ -1,6 +1,6 @@
 // multimsd studio, the θ view: P / R / F1 against θ from the gold annotated so far, scored by the project's own
-// gold mode on the server (/api/theta: the numbers `align.py mode=gold` gives for the studio's gold file), the θ
-// it picks, the align.py override that re-aligns with it, and the agreement between annotators
+// gold mode on the server (/api/theta: the numbers `multimsd align mode=gold` gives for the studio's gold file), the θ
+// it picks, the `multimsd align` override that re-aligns with it, and the agreement between annotators
 // (/api/agreement). Plain JavaScript, no libraries; it redraws each time it is shown (the gold changes as you
 // annotate).
 "use strict";
@@ -41,9 +41,6 @@
   const footer = el("footer", { id: "keys-theta" });
   footer.innerHTML = "keys: <kbd>1</kbd>, <kbd>2</kbd>, … switch view · <kbd>g</kbd> recompute from the gold " +
     "annotated so far · a click selects a whole command";
-  const viewAlign = document.getElementById("view-align");
-  viewAlign.after(main);
-  document.getElementById("keys-align").after(footer);
 
   // F1 against θ as a small line chart; the picked θ as a dot.
   function chart(points, picked) {
@@ -118,7 +115,7 @@
     out.push(el("section", { class: "recommended", id: "theta-recommended" },
       el("h2", {}, `θ from ${d.gold_articles} annotated article pair(s) of ${d.annotator}`),
       el("p", {}, `θ tuned on the validation half (${d.valid_articles.length} article id(s)), P/R/F1 at it on the ` +
-        `test half (${d.test_articles.length}), as align.py mode=gold does; gold ${d.only_1to1 ? "1:1 only" : "all items"}. ` +
+        `test half (${d.test_articles.length}), as multimsd align mode=gold does; gold ${d.only_1to1 ? "1:1 only" : "all items"}. ` +
         `Best: ${r.aligner}, θ ${fmtTheta(r.theta)} (${r.lang}), validation F1 ${f3(r.valid_f1)}, test F1 ${f3(r.test_f1)}. ` +
         "Re-align with it:"),
       el("code", { id: "theta-override" }, r.override),
@@ -176,7 +173,7 @@
     return loading;
   }
 
-  studio.register("theta", "θ", {
+  studio.register("theta", {
     main, footer,
     show: refresh,
     key(e) {
