@@ -15,8 +15,8 @@ from typing import Any
 from multimsd.errors import MultimsdError
 from multimsd.metrics.bootstrap import format_p
 from multimsd.metrics.degenerate import WHAT, flagged_columns, warning_lines
-from multimsd.report.blocks import Cell, Chart, Paragraph, Section, Table, bold_best, interval, num
-from multimsd.report.charts import Series, bar_chart
+from multimsd.render.blocks import Cell, Chart, Paragraph, Section, Table, bold_best, interval, num
+from multimsd.render.charts import Series, bar_chart
 from multimsd.report.load import Run, read_predictions
 
 # The rows under a metric's systems, for scale (a column's `scale` sides of its per-language `reference`)

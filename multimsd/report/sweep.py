@@ -13,8 +13,8 @@ The selection (``sweep.selected``, made by the pipeline on validation mean(SARI,
 from __future__ import annotations
 
 from multimsd.metrics.degenerate import flagged_columns
-from multimsd.report.blocks import Cell, Chart, Paragraph, Section, Table, bold_best, num
-from multimsd.report.charts import Series, bar_chart, line_chart
+from multimsd.render.blocks import Cell, Chart, Paragraph, Section, Table, bold_best, num
+from multimsd.render.charts import Series, bar_chart, line_chart
 from multimsd.report.load import Run
 from multimsd.report.scores import languages_of, mean_or_none
 

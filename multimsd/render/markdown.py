@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from multimsd.report.blocks import Cell, Chart, Paragraph, Preformatted, Section, Table
+from multimsd.render.blocks import Cell, Chart, Paragraph, Preformatted, Section, Table
 
 
 def _text(s: str) -> str:
