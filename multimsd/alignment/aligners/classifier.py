@@ -54,7 +54,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from multimsd.alignment.aligners.features import (
     FEATURE_NAMES,
@@ -69,6 +68,7 @@ from multimsd.alignment.aligners.registry import Aligner, check_unit_threshold, 
 from multimsd.alignment.goldscore import PRF
 from multimsd.alignment.match import Match
 from multimsd.config import AlignConfig, AlignerConfig
+from multimsd.console import progress_bar
 from multimsd.errors import MultimsdError
 from multimsd.fsutil import atomic_directory, check_replaceable
 from multimsd.gold import GoldDoc
@@ -217,7 +217,7 @@ def pair_labels(doc: GoldDoc, nm_gold: str = "positive") -> np.ndarray:
 def featurize(prepared: PreparedDocs, vectors) -> list[np.ndarray]:
     return [
         article_features(c, s, vectors)
-        for c, s in tqdm(prepared, desc="pair features", unit="article", disable=len(prepared) < 50)
+        for c, s in progress_bar(prepared, desc="pair features", unit="article", disable=len(prepared) < 50)
     ]
 
 
@@ -555,7 +555,9 @@ def imbalance_experiment(
         delayed(_one_run)(X, y, pos, neg, plan[k][1], c, seeds, threshold) for k, _rep, seeds in jobs
     )
     per_ratio: list[list[dict]] = [[] for _ in plan]
-    for (k, _rep, _s), run in zip(jobs, tqdm(runs, total=len(jobs), desc="imbalance runs", unit="run")):
+    for (k, _rep, _s), run in zip(
+        jobs, progress_bar(runs, total=len(jobs), desc="imbalance runs", unit="run")
+    ):
         per_ratio[k].append(run)
     rows = []
     for (r, n_neg), rs in zip(plan, per_ratio):
