@@ -16,11 +16,8 @@ from multimsd.render.charts import FONT_SIZE, Series, bar_chart, line_chart
 
 # five systems with 45-character labels, alike up to their last characters (as the demo's are)
 LABELS = [
-    f"{base:<42.42}{k:>3}"
-    for k, base in enumerate(
-        ["SmolLM2-135M-Instruct 0-shot", *(f"SmolLM2-135M-Instruct + LoRA, θ = {t}" for t in (1, 2, 4)),
-         "SmolLM2-135M-Instruct + LoRA, θ = 4, lr = 1e-4"]
-    )
+    "SmolLM2-135M-Instruct 0-shot, greedy decoding",
+    *(f"SmolLM2-135M-Instruct + LoRA θ = {t}, lr = {lr}" for t, lr in ((1, "1e-4"), (2, "1e-4"), (4, "1e-4"), (4, "3e-4"))),
 ]  # fmt: skip
 
 
