@@ -12,18 +12,28 @@ your own that imports multimsd keeps every warning it would otherwise see.
   end of the bar (``training: 50%|█████ | 1/2epoch 0: val_loss …``). :func:`say` and the console log
   handlers first take the bars aside: on a terminal they are cleared and redrawn below the line, in a log
   file (not a terminal) the bar's line is ended, so every line of ours starts a line.
+* Progress bars only on a terminal (:func:`bars_shown`: stderr, where the bars are drawn, is a TTY). A log
+  written to a file (SLURM, ``nohup``, ``> log 2>&1``) was full of ``\r`` redraws: 146 lines for
+  ``multimsd run debug=tiny``. Off a terminal, every loop of ours that shows a bar (:func:`progress_bar`) writes
+  one log line when it ends instead (``encoding: 12 batches in 3.1 s``; training's beside its epoch
+  summaries), and :func:`quiet_console` switches off the bars of transformers, datasets and huggingface_hub.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib
 import logging
+import os
 import re
 import sys
+import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 LIBRARY_MODULES = (
     "transformers",
@@ -65,6 +75,86 @@ def _is_terminal(stream: Any) -> bool:
         return bool(stream.isatty())
     except (AttributeError, ValueError, OSError):
         return False
+
+
+def bars_shown() -> bool:
+    """The one rule for progress bars: shown only when stderr, where they are drawn, is a terminal."""
+    return _is_terminal(sys.stderr)
+
+
+PLURAL = {"batch": "batches"}
+
+
+class _Lines:
+    """A loop's progress off a terminal: no bar, one log line when the loop ends (``desc: n units in t s``,
+    and the last ``set_postfix`` values), and the tqdm methods our loops call (``update``, ``set_postfix``,
+    ``close``)."""
+
+    def __init__(self, iterable: Iterable | None, desc: str, unit: str) -> None:
+        self.iterable, self.desc, self.unit = iterable, desc, unit
+        self.n, self.postfix, self.start, self.closed = 0, {}, time.perf_counter(), False
+
+    def __iter__(self) -> Iterator:
+        for x in self.iterable or ():
+            yield x
+            self.n += 1
+        self.close()
+
+    def update(self, n: int = 1) -> None:
+        self.n += n
+
+    def set_postfix(self, **values: Any) -> None:
+        self.postfix = values
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        units = self.unit if self.n == 1 else PLURAL.get(self.unit, self.unit + "s")
+        extra = "".join(f", {k} {v}" for k, v in self.postfix.items())
+        log.info("%s: %d %s in %.1f s%s", self.desc, self.n, units, time.perf_counter() - self.start, extra)
+
+
+def progress_bar(
+    iterable: Iterable | None = None,
+    desc: str = "",
+    unit: str = "it",
+    disable: bool = False,
+    **tqdm_args: Any,
+) -> Any:
+    """A tqdm bar over ``iterable`` (or one updated by hand: ``total=``) on a terminal. Elsewhere
+    (:func:`bars_shown`) no bar, and one log line when the loop ends, unless ``leave=False`` (a loop inside
+    another, which has its own line). ``disable``: a loop too short for either."""
+    from tqdm.auto import tqdm
+
+    if bars_shown() and not disable:
+        return tqdm(iterable, desc=desc, unit=unit, **tqdm_args)
+    if disable or tqdm_args.get("leave", True) is False:
+        return tqdm(iterable, disable=True, **tqdm_args)
+    return _Lines(iterable, desc, unit)
+
+
+LIBRARY_BARS = {
+    "HF_HUB_DISABLE_PROGRESS_BARS": ("huggingface_hub.utils", "disable_progress_bars"),  # transformers too
+    "HF_DATASETS_DISABLE_PROGRESS_BARS": ("datasets", "disable_progress_bars"),
+}
+"""The switches of the libraries' own progress bars: the environment variable each reads when imported, and
+the function that switches the bars off once it is (transformers follows huggingface_hub's)."""
+
+
+def library_bars_off() -> None:
+    """Off a terminal, switch off the progress bars that transformers, datasets and huggingface_hub draw
+    themselves (loading weights, mapping a dataset, downloading); a library not imported yet is not imported
+    for it (its variable is set for when it is, also in the processes this one starts)."""
+    if bars_shown():
+        return
+    for variable, (module, switch) in LIBRARY_BARS.items():
+        os.environ.setdefault(variable, "1")
+        if module.partition(".")[0] in sys.modules:
+            getattr(importlib.import_module(module), switch)()
+    hf_logging = sys.modules.get("transformers.utils.logging")
+    if hf_logging is not None:
+        hf_logging.disable_progress_bar()
 
 
 @contextmanager
@@ -124,10 +214,11 @@ def keep_lines_apart() -> None:
 
 
 def quiet_console() -> None:
-    """What every command sets up before its stage runs: :func:`quiet_library_warnings` and
-    :func:`keep_lines_apart`."""
+    """What every command sets up before its stage runs: :func:`quiet_library_warnings`,
+    :func:`keep_lines_apart` and :func:`library_bars_off`."""
     quiet_library_warnings()
     keep_lines_apart()
+    library_bars_off()
 
 
 class _DropMessages(logging.Filter):

@@ -27,7 +27,7 @@ PKG = Path(__file__).resolve().parents[1] / "multimsd"
 STAGES = ("alignment", "training", "evaluation", "report")
 ORCHESTRATION = ("pipeline", "studio")
 ENTRY_POINTS = ("multimsd.align", "multimsd.train", "multimsd.evaluate")
-LIBRARIES = ("metrics", "hf_metrics")
+LIBRARIES = ("metrics", "hf_metrics", "render")
 MAX_LINES = 500
 LONG_MARKER = "Why this module is long:"
 

@@ -13,7 +13,15 @@ import warnings
 
 import pytest
 
-from multimsd.console import bars_aside, keep_lines_apart, quiet_library_warnings, say, without_log_message
+from multimsd.console import (
+    bars_aside,
+    keep_lines_apart,
+    library_bars_off,
+    progress_bar,
+    quiet_library_warnings,
+    say,
+    without_log_message,
+)
 
 NOISE = ("FutureWarning", "DeprecationWarning", "Removed shared tensor", "deprecated")
 
@@ -107,6 +115,58 @@ def test_say_and_log_records_start_their_own_line(monkeypatch):
     assert not starts_a_line(text, r"epoch \d+:|free text|after the bar")
     # The bar goes on below a line of ours.
     assert re.search(r"epoch 0: val_loss 1.0\n\r?training: ", text)
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_bar_only_on_a_terminal(monkeypatch, caplog):
+    """The one rule: a bar where stderr is a terminal; elsewhere no bar and one log line per loop."""
+    from tqdm.std import tqdm
+
+    log_file = io.StringIO()  # stderr redirected to a file: not a terminal
+    monkeypatch.setattr(sys, "stderr", log_file)
+    with caplog.at_level(logging.INFO, logger="multimsd"):
+        assert list(progress_bar(range(3), desc="encoding", unit="batch")) == [0, 1, 2]
+        bar = progress_bar(total=5, initial=0, desc="training", unit="step")
+        bar.update(1)
+        bar.update(1)
+        bar.set_postfix(loss="1.2345")
+        bar.close()
+        bar.close()  # once is enough
+        list(progress_bar(range(2), desc="epoch 0", unit="batch", leave=False))  # inside a loop of its own
+        list(progress_bar(range(2), desc="segmenting", unit="article", disable=True))  # too short for either
+    assert log_file.getvalue() == ""  # no bar, no \r
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 2
+    assert re.fullmatch(r"encoding: 3 batches in \d+\.\d s", lines[0])
+    assert re.fullmatch(r"training: 2 steps in \d+\.\d s, loss 1\.2345", lines[1])
+    # on a terminal: tqdm's bar, drawn on stderr
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    bar = progress_bar(range(2), desc="encoding", unit="batch")
+    assert isinstance(bar, tqdm) and not bar.disable
+    list(bar)
+    assert "encoding: 100%" in terminal.getvalue() and "\r" in terminal.getvalue()
+
+
+def test_library_bars_off_a_terminal(monkeypatch):
+    from huggingface_hub.utils import are_progress_bars_disabled, enable_progress_bars
+
+    monkeypatch.delenv("HF_HUB_DISABLE_PROGRESS_BARS", raising=False)
+    monkeypatch.delenv("HF_DATASETS_DISABLE_PROGRESS_BARS", raising=False)
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    library_bars_off()  # a terminal: the libraries keep their bars
+    assert "HF_HUB_DISABLE_PROGRESS_BARS" not in os.environ
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    try:
+        library_bars_off()
+        assert are_progress_bars_disabled()  # huggingface_hub's (transformers' follow them)
+        assert os.environ["HF_DATASETS_DISABLE_PROGRESS_BARS"] == "1"  # read by datasets when imported
+    finally:
+        enable_progress_bars()
 
 
 def test_without_log_message_drops_that_message_only(caplog):

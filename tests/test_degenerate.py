@@ -104,7 +104,8 @@ def test_shares_flags_and_no_bold_for_degenerate_outputs(tmp_path):
     assert "Warning: empty (en): 100 % empty (above 10 %, degenerate.max_share)" in table
     assert "Warning: good (en): 40 % cut at max_new_tokens" in table
     assert "Warning: half (en): 20 % empty, 20 % identical to the input" in table
-    assert "| half | en | 5 | 20 % | unknown | 20 % | empty, identical to the input |" in table
+    # the report's table of degenerate outputs (multimsd.render.scores): the shares above the threshold in bold
+    assert "| half | en | 5 | **20 %** | unknown | **20 %** | ⚠ empty, identical to the input |" in table
     assert "| identity | en | 5 | 0 % | 0 % | – | – |" in table
 
 
@@ -173,3 +174,31 @@ def test_scores_png_draws_the_intervals(tmp_path, monkeypatch):
     )
     assert spans == expected and len(spans) == 4  # one bar per system, from lo to hi
     assert "95 % bootstrap CI" in ax.get_title()
+
+
+def test_ranking_lists_flagged_systems_after_the_others(tmp_path):
+    """The ranking (results.json, and the ranking line of table.md that the command prints) follows the one
+    rule for "best" (multimsd.metrics.best): the copy baseline, the only system not flagged, is first and best;
+    the flagged ones follow with their flags. By SARI the all-empty system (28.46) scores above the copy
+    baseline; it never ranks above it, even with a threshold that flags nothing."""
+    r = run(cfg(tmp_path / "default", select_by="sari"))
+    rk = r["ranking"]
+    assert [(e["system"], e.get("flagged")) for e in rk["overall"]] == [
+        ("identity", None), ("good", ["cut"]), ("half", ["empty", "identical"]), ("empty", ["empty"])
+    ]  # fmt: skip
+    assert (
+        rk["best"] == {"en": "identity", "overall": "identity"} and rk["per_language"]["en"] == rk["overall"]
+    )
+    assert r["systems"]["empty"]["en"]["sari"] == pytest.approx(28.46, abs=0.005)
+    assert r["systems"]["empty"]["en"]["sari"] > r["systems"]["identity"]["en"]["sari"]
+    table = (tmp_path / "default" / "out" / "table.md").read_text()
+    assert (
+        "en: identity > good (⚠ cut at max_new_tokens) > half (⚠ empty, identical to the input) > empty (⚠ empty)"
+        in table
+    )
+    assert "follow the others and are never the best" in table
+    # nothing above the threshold: the scores decide, but outputs that are all empty still go last
+    r = run(cfg(tmp_path / "lenient", select_by="sari", degenerate={"max_share": 1.0}))
+    assert r["degenerate"]["flagged"] == {}
+    assert [e["system"] for e in r["ranking"]["overall"]] == ["good", "half", "identity", "empty"]
+    assert r["ranking"]["overall"][-1]["flagged"] == ["empty"] and r["ranking"]["best"]["overall"] == "good"

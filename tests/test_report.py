@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from multimsd.errors import MultimsdError
+from multimsd.render.charts import Series, line_chart
 from multimsd.report import build as build_module
 from multimsd.report import build_report
-from multimsd.report.charts import Series, line_chart
 
 SCRIPT = "<script>alert('x')</script>"
 
@@ -415,8 +415,8 @@ def test_examples_more_rows_folded_per_language(tmp_path):
 
 def test_score_chart_draws_the_intervals(built):
     """Table 5's chart: a bar per system and language, and an error bar from lo to hi of its interval."""
+    from multimsd.render.charts import bar_chart
     from multimsd.report.build import build_sections
-    from multimsd.report.charts import bar_chart
     from multimsd.report.load import load_run
 
     run, _, html, md = built

@@ -7,6 +7,7 @@ browser is a failure, so the test cannot pass there by being skipped.
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import subprocess
@@ -196,3 +197,50 @@ def test_examples_open_with_a_click_in_chromium(tmp_path):
         assert b.js(f"{de}.open") is False
     finally:
         b.close()
+
+
+def test_chart_legends_apart_and_inside_in_chromium(tmp_path):
+    """Long system labels (45 characters): in the page as Chromium lays it out, no two legend labels of a chart
+    overlap and none runs past its chart's edge (where the SVG would cut it)."""
+    import json
+    import time
+
+    from test_charts import LABELS
+
+    exe = chromium()
+    run = make_run(tmp_path / "w")
+    meta = json.loads((run / "run.json").read_text())
+    for name, label in zip(("copy", "theta1", "theta4"), LABELS, strict=False):
+        meta["systems"][name]["label"] = label
+    (run / "run.json").write_text(json.dumps(meta))
+    build_report(run)
+    b = DevTools(exe, tmp_path / "p4")
+    try:
+        page = next(t for t in b.send("Target.getTargets")["targetInfos"] if t["type"] == "page")
+        b.session = b.send("Target.attachToTarget", targetId=page["targetId"], flatten=True)["sessionId"]
+        b.send("Page.navigate", url=(run / "report.html").resolve().as_uri())
+        deadline = time.monotonic() + TIMEOUT
+        while b.js("document.readyState") != "complete" or not b.js("!!document.querySelector('svg.chart')"):
+            assert time.monotonic() < deadline, "the report did not load"
+            time.sleep(0.1)
+        charts = b.js(
+            "[...document.querySelectorAll('svg.chart')].map(svg => { const r = svg.getBoundingClientRect();"
+            " return {title: svg.getAttribute('aria-label'), box: [r.left, r.top, r.right, r.bottom],"
+            f" labels: [...svg.querySelectorAll('text')].filter(t => {json.dumps(LABELS[:3])}.includes(t.textContent))"
+            ".map(t => { const b = t.getBoundingClientRect(); return [b.left, b.top, b.right, b.bottom]; })}; })"
+        )
+    finally:
+        b.close()
+    scores = [c for c in charts if c["title"].startswith("SARI per language")]
+    assert len(scores) == 1 and len(scores[0]["labels"]) == 3
+    for chart in charts:
+        left, top, right, bottom = chart["box"]
+        boxes = chart["labels"]
+        for a, c in itertools.combinations(boxes, 2):
+            assert a[2] <= c[0] or c[2] <= a[0] or a[3] <= c[1] or c[3] <= a[1], (chart["title"], a, c)
+        for x0, y0, x1, y1 in boxes:
+            assert left <= x0 and x1 <= right and top <= y0 and y1 <= bottom, (
+                chart["title"],
+                (x0, x1),
+                chart["box"],
+            )

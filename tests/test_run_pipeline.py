@@ -75,11 +75,27 @@ def test_route_sends_stage_keys_to_their_stage():
 
 @pytest.fixture(scope="module")
 def reference_run(tmp_path_factory) -> Path:
-    """One uninterrupted tiny run; the tests below compare against it."""
+    """One uninterrupted tiny run; the tests below compare against it. Its stdout and stderr go to a file,
+    ``run.log`` beside it, as a SLURM job's or ``nohup``'s do."""
     run_dir = tmp_path_factory.mktemp("pipeline") / "ref"
-    proc = multimsd(run_dir)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    log = run_dir.parent / "run.log"
+    with log.open("wb") as f:
+        proc = subprocess.run(cmd(run_dir), stdout=f, stderr=subprocess.STDOUT, timeout=600)
+    assert proc.returncode == 0, log.read_text(errors="replace")[-3000:]
     return run_dir
+
+
+def test_a_log_file_gets_lines_not_progress_bars(reference_run):
+    """Off a terminal no progress bar is drawn (their ``\\r`` redraws filled 146 lines of a tiny run's log):
+    each loop writes one line when it ends, training its line per epoch and per run."""
+    text = (reference_run.parent / "run.log").read_bytes().decode()
+    assert "\r" not in text and "it/s" not in text and "%|" not in text
+    lines = text.splitlines()
+    # two trained systems of one epoch each: their epoch summaries and their training lines
+    assert len([ln for ln in lines if re.match(r"epoch 0: val_loss", ln)]) == 2
+    assert len([ln for ln in lines if re.search(r"training: \d+ steps in [\d.]+ s, loss \d", ln)]) == 2
+    # the stages' log lines, the evaluation's table and the summary, nothing repeated per step
+    assert len(lines) < 160, len(lines)
 
 
 def test_run_writes_every_stage_and_results(reference_run):

@@ -19,9 +19,9 @@ from multimsd.paths import conf_dir
 from multimsd.pipeline.config import SystemConfig
 from multimsd.pipeline.run import compose, expand_systems, plan
 from multimsd.pipeline.sweep import override, quote, value_text, value_token
-from multimsd.report.blocks import Chart, Table
+from multimsd.render.blocks import Chart, Table
+from multimsd.render.markdown import render_markdown
 from multimsd.report.load import Run, SystemInfo
-from multimsd.report.markdown import render_markdown
 from multimsd.report.sweep import sweep_section
 
 

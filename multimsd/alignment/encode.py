@@ -12,9 +12,8 @@ from itertools import accumulate
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tqdm.auto import tqdm
-
 from multimsd.config import AlignConfig
+from multimsd.console import progress_bar
 from multimsd.errors import MultimsdError
 from multimsd.io import ArticlePair
 
@@ -31,7 +30,9 @@ def segment_pairs(
 
     docs = [
         (segment_document(p.complex, p.lang), segment_document(p.simple, p.lang))
-        for p in tqdm(pairs, desc="segmenting", unit="article", disable=not show_progress or len(pairs) < 50)
+        for p in progress_bar(
+            pairs, desc="segmenting", unit="article", disable=not show_progress or len(pairs) < 50
+        )
     ]
     if cleanup:
         # A sub-corpus is one language's professional (or consumer) articles: boilerplate such as

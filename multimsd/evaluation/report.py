@@ -1,13 +1,21 @@
 """Writing the evaluation report: markdown tables (``table.md``), the bar chart (``scores.png``) and the
 output directory with ``results.json``, written atomically.
 
+The tables and the chart come from the library the run's report uses too (:mod:`multimsd.render`): the
+score tables, the table of degenerate outputs and the chart's bars are built by
+:mod:`multimsd.render.scores` and written by the one Markdown writer, so ``table.md`` and ``report.md`` show
+a score, its interval, its ⚠ and its bold alike. Only the text between the tables (headings, the ranking,
+notes) is written here.
+
 Columns come from the metric registry (:mod:`multimsd.metrics.registry`): the metrics of
 ``metrics.include`` in registry order ("score" metrics, then the medical-term counts, then "features").
 Where the stage computed bootstrap intervals, a per-language SARI / BLEU / FKGL cell reads
 ``41.87 [35.1, 48.6]`` (interval to one decimal), and a table of the paired comparisons follows, with a note
 for every language and pair that its sentences cannot separate on some metric. A system whose outputs are
 flagged degenerate in a column (:mod:`multimsd.metrics.degenerate`) gets a warning line, a ⚠ after its
-scores there, and never the bold of the best; ``scores.png`` draws the bootstrap intervals as error bars.
+scores there, and never the bold of the best; the ranking line lists it after the others, with its flags
+(the one rule for "best": :mod:`multimsd.metrics.best`). ``scores.png`` draws the bootstrap intervals as
+error bars.
 """
 
 from __future__ import annotations
@@ -22,66 +30,26 @@ from multimsd.config import EvaluateConfig
 from multimsd.fsutil import atomic_directory
 from multimsd.metrics import METRICS, Column
 from multimsd.metrics.bootstrap import format_p
-from multimsd.metrics.degenerate import WHAT, flagged_columns, warning_lines
+from multimsd.metrics.degenerate import WHAT, warning_lines
+from multimsd.render.blocks import Cell, Table, interval, num
+from multimsd.render.figure import bar_figure
+from multimsd.render.markdown import table_lines
+from multimsd.render.scores import lookup, outputs_table, score_series, score_table
 
 __all__ = ["markdown_report", "plot_scores", "write_outputs"]
 
 
 # ---------------------------------------------------------------------------------------------- reports
-def _fmt(x: Any, digits: int = 2) -> str:
-    if x is None:
-        return "–"
-    if isinstance(x, float):
-        return f"{x:.{digits}f}"
-    return str(x)
+def _table(t: Table) -> list[str]:
+    return table_lines(t)[:-1]  # without the empty line after it: the caller spaces the document
 
 
-def _with_ci(cell: str, res: dict | None, key: str) -> str:
-    """``cell`` followed by the bootstrap interval of ``key`` in ``res``, where there is one."""
-    ci = ((res or {}).get("ci") or {}).get(key)
-    return f"{cell} [{ci[0]:.1f}, {ci[1]:.1f}]" if ci else cell
-
-
-def _lookup(res: dict | None, key: str) -> Any:
-    """``res[key]``; a dotted key reads nested dicts (``quality.exact_copies``); None where absent."""
-    for part in key.split("."):
-        res = (res or {}).get(part)
-    return res
-
-
-def _metric_table(metric: str, title: str, results: dict, lower_better: bool | None = False) -> str:
-    """One metric per language (and avg, all); the best per column in bold (``lower_better`` None: none)."""
-    langs = results["languages"]
-    systems = list(results["systems"])
-    has_all = any(metric in results["systems"][s].get("all", {}) for s in systems)
-    cols = [*langs, "avg", *(["all"] if has_all else [])]
-
-    def value(s: str, col: str) -> float | None:
-        r = results["systems"][s]
-        if col == "avg":
-            return sum(r[g][metric] for g in langs) / len(langs)
-        return r.get(col, {}).get(metric)
-
-    flagged = {s: flagged_columns(results, s) for s in systems}
-    best = {}
-    for col in cols:
-        # degenerate outputs (all empty, say) may score "best" (FKGL 0.00): they do not compete
-        vals = [v for s in systems if col not in flagged[s] and (v := value(s, col)) is not None]
-        if vals:
-            best[col] = min(vals) if lower_better else max(vals)
-    lines = [f"## {title}", "", "| system | " + " | ".join(cols) + " |", "|---|" + "---:|" * len(cols)]
-    for s in systems:
-        cells = []
-        for col in cols:
-            v = value(s, col)
-            cell = _fmt(v)
-            bold = lower_better is not None and len(systems) > 1 and v == best.get(col)
-            bold = bold and col not in flagged[s]
-            cell = f"**{cell}**" if v is not None and bold else cell
-            cell = f"{cell} ⚠" if v is not None and col in flagged[s] else cell
-            cells.append(_with_ci(cell, results["systems"][s].get(col), metric) if col in langs else cell)
-        lines.append(f"| {s} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+def _ranked(entries: list[dict]) -> str:
+    """``a > b > c (⚠ empty)``: a ranking, a flagged system with its flags."""
+    return " > ".join(
+        e["system"] + (f" (⚠ {', '.join(WHAT.get(k, k) for k in e['flagged'])})" if e.get("flagged") else "")
+        for e in entries
+    )
 
 
 def markdown_report(results: dict) -> str:
@@ -98,8 +66,13 @@ def markdown_report(results: dict) -> str:
         "tokenizer).",
         "",
         f"Ranking by {rk['select_by']}: "
-        + "; ".join(f"{g}: {' > '.join(e['system'] for e in rk['per_language'][g])}" for g in langs)
-        + f"; overall (mean over languages): {' > '.join(e['system'] for e in rk['overall'])}",
+        + "; ".join(f"{g}: {_ranked(rk['per_language'][g])}" for g in langs)
+        + f"; overall (mean over languages): {_ranked(rk['overall'])}"
+        + (
+            ". Systems flagged ⚠ (degenerate outputs, below) follow the others and are never the best."
+            if any(e.get("flagged") for e in rk["overall"])
+            else ""
+        ),
     ]
     b = results.get("bootstrap") or {}
     if b.get("samples") and b.get("metrics"):
@@ -116,7 +89,14 @@ def markdown_report(results: dict) -> str:
     for m in metrics:
         if m.summary_table:
             lower = None if m.higher_is_better is None else not m.higher_is_better
-            out += ["", _metric_table(m.name, m.summary_table, results, lower_better=lower)]
+            pooled = any(m.name in per.get("all", {}) for per in results["systems"].values())
+            cols = [*langs, "avg", *(["all"] if pooled else [])]
+            out += [
+                "",
+                f"## {m.summary_table}",
+                "",
+                *_table(score_table(results, m.name, cols, lower, ci_digits=1)),
+            ]
     # Per-language columns: the scores, then the medical-term counts, then the text features.
     cols: list[Column] = [c for m in metrics if m.group != "features" for c in m.columns]
     if any(results["per_language"][g].get("term_types") for g in langs):
@@ -134,23 +114,27 @@ def markdown_report(results: dict) -> str:
                 f"### {g} — tokenizer {info['tokenizer']}, {info['n_sentences']} sentences, "
                 f"{info['n_references']} reference(s){mode}"
             )
-        out += [
-            "",
-            head,
-            "",
-            "| system | " + " | ".join(c.header for c in cols) + " |",
-            "|---|" + "---:|" * len(cols),
-        ]
+        rows = []
         if g != "all":
             for side in ("source", "reference"):
                 cells = [
-                    _fmt(_lookup(info, c.reference.format(side=side))) if c.reference else "" for c in cols
+                    Cell(num(lookup(info, c.reference.format(side=side)))) if c.reference else Cell("")
+                    for c in cols
                 ]
-                out.append(f"| *{side}* | " + " | ".join(cells) + " |")
+                rows.append([Cell(f"*{side}*"), *cells])
         for s, per in results["systems"].items():
             res = per.get(g, {})
-            cells = [_with_ci(_fmt(_lookup(res, c.key), c.digits), res, c.key) for c in cols]
-            out.append(f"| {s} | " + " | ".join(cells) + " |")
+            ci = res.get("ci") or {}
+            rows.append(
+                [
+                    Cell(s),
+                    *(Cell(num(lookup(res, c.key), c.digits), ci=interval(ci.get(c.key), 1)) for c in cols),
+                ]
+            )
+        for row in rows:  # every column after the name holds numbers: right-aligned
+            for cell in row[1:]:
+                cell.num = True
+        out += ["", head, "", *_table(Table(["system", *(c.header for c in cols)], rows))]
     skipped = results["pooled"]["skipped"]
     if skipped and len(langs) > 1:
         reasons: dict[str, list[str]] = {}
@@ -166,27 +150,12 @@ def markdown_report(results: dict) -> str:
     return "\n".join(out) + "\n"
 
 
-def _share(x: float | None) -> str:
-    return "unknown" if x is None else f"{100 * x:.0f} %"
-
-
 def _outputs_table(results: dict) -> list[str]:
     """Per system and language: the shares of empty, cut and input-identical outputs."""
-    langs = results["languages"]
-    deg = results.get("degenerate") or {}
-    rows = []
-    for s, per in results["systems"].items():
-        for g in langs:
-            o = (per.get(g) or {}).get("outputs")
-            if not o:
-                continue
-            flag = ", ".join(WHAT[k] for k in o.get("flagged") or []) or "–"
-            identical = "–" if o.get("identical_note") else _share(o["identical"])
-            rows.append(
-                f"| {s} | {g} | {o['n']} | {_share(o['empty'])} | {_share(o['cut'])} | {identical} | {flag} |"
-            )
-    if not rows:
+    table = outputs_table(results)
+    if table is None:
         return []
+    deg = results.get("degenerate") or {}
     return [
         "",
         "## Outputs",
@@ -195,9 +164,7 @@ def _outputs_table(results: dict) -> list[str]:
         f"record it) and of outputs identical to the input; above {100 * deg.get('max_share', 0.1):g} % "
         "(degenerate.max_share) a system is flagged ⚠ in that language.",
         "",
-        "| system | lang | n | empty | cut | identical to input | flagged |",
-        "|---|---|---:|---:|---:|---:|---|",
-        *rows,
+        *_table(table),
     ]
 
 
@@ -217,19 +184,23 @@ def _comparisons(results: dict) -> list[str]:
         f"seed {b['seed']}; both systems on the same resamples). One rule, α = {alpha:g}: "
         f"{b.get('comparison_rule') or 'percentile bootstrap'}.",
         "",
-        "| lang | a | b | metric | a | b | a − b | p | separable |",
-        "|---|---|---|---|---:|---:|---:|---:|---|",
     ]
+    rows = []
     unseparated: dict[tuple[str, str, str, int], list[str]] = {}
     for c in comps:
         name = c["metric"].upper()
-        out.append(
-            f"| {c['lang']} | {c['a']} | {c['b']} | {name} | {c['a_score']:.2f} | {c['b_score']:.2f} | "
-            f"{c['diff']:+.2f} [{c['ci'][0]:.1f}, {c['ci'][1]:.1f}] | {format_p(c['p_value'], c.get('resamples'))} | "
-            f"{'yes' if c['separable'] else 'no'} |"
-        )
+        rows.append(
+            [
+                Cell(c["lang"]), Cell(c["a"]), Cell(c["b"]), Cell(name),
+                Cell(num(c["a_score"]), num=True), Cell(num(c["b_score"]), num=True),
+                Cell(f"{c['diff']:+.2f}", num=True, ci=interval(c["ci"], 1)),
+                Cell(format_p(c["p_value"], c.get("resamples")), num=True),
+                Cell("yes" if c["separable"] else "no"),
+            ]
+        )  # fmt: skip
         if not c["separable"]:
             unseparated.setdefault((c["lang"], c["a"], c["b"], c["n_sentences"]), []).append(name)
+    out += _table(Table(["lang", "a", "b", "metric", "a", "b", "a − b", "p", "separable"], rows))
     if unseparated:
         out.append("")
         out += [
@@ -240,58 +211,20 @@ def _comparisons(results: dict) -> list[str]:
 
 
 def plot_scores(results: dict, path: Path) -> Any:
-    """Grouped bar chart: SARI (or the first ranked metric) per language, one bar per system, with the
-    bootstrap interval of each per-language score as an error bar; returns the matplotlib figure."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
+    """Grouped bar chart: SARI (or the first ranked metric) per language (and their average), one bar per
+    system, with the bootstrap interval of each per-language score as an error bar; returns the matplotlib
+    figure (:func:`multimsd.render.figure.bar_figure`)."""
     metric = (
         "sari" if "sari" in results["settings"]["metrics"]["include"] else results["ranking"]["metrics"][0]
     )
     langs = results["languages"]
     cols = [*langs, "avg"] if len(langs) > 1 else langs
-    systems = list(results["systems"])
-    width = 0.8 / len(systems)
-    fig = Figure(figsize=(max(5.0, 1.0 + 0.9 * len(cols) * max(1, len(systems) / 2)), 3.6))
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
-    with_ci = False
-    for k, s in enumerate(systems):
-        r = results["systems"][s]
-        vals = [
-            sum(r[g][metric] for g in langs) / len(langs) if col == "avg" else r[col][metric] for col in cols
-        ]
-        xs = [j - 0.4 + width * (k + 0.5) for j in range(len(cols))]
-        bars = ax.bar(xs, vals, width, label=s)
-        ax.bar_label(bars, fmt="%.1f", fontsize=7, padding=1)
-        # the bootstrap interval of each per-language score (none for the average over languages)
-        cis = [((r.get(col) or {}).get("ci") or {}).get(metric) if col != "avg" else None for col in cols]
-        shown = [(x, v, ci) for x, v, ci in zip(xs, vals, cis) if ci and v is not None]
-        if shown:
-            with_ci = True
-            ax.errorbar(
-                [x for x, _, _ in shown],
-                [v for _, v, _ in shown],
-                yerr=[[v - ci[0] for _, v, ci in shown], [ci[1] - v for _, v, ci in shown]],
-                fmt="none",
-                ecolor="black",
-                elinewidth=1,
-                capsize=2,
-                label="_ci",
-            )
-    ax.set_xticks(range(len(cols)), cols)
-    ax.set_ylabel(metric.upper())
+    series = score_series(results, cols, metric)
     conf = (results.get("bootstrap") or {}).get("confidence", 0.95)
+    with_ci = any(e for s in series for e in s.errors or [])
     ci_note = f"; bars: {100 * conf:g} % bootstrap CI" if with_ci else ""
-    ax.set_title(
-        f"{metric.upper()} per language ({results['references']['n_sentences']} sentences{ci_note})",
-        fontsize=10,
-    )
-    ax.legend(fontsize=8, ncols=min(len(systems), 4), loc="upper center", bbox_to_anchor=(0.5, -0.12))
-    ax.margins(y=0.15)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    return fig
+    title = f"{metric.upper()} per language ({results['references']['n_sentences']} sentences{ci_note})"
+    return bar_figure(cols, series, title, metric.upper(), path)
 
 
 def write_outputs(out_dir: Path, results: dict, markdown: str, cfg: EvaluateConfig) -> None:

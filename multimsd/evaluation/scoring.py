@@ -17,7 +17,9 @@ comparable within one language only), and term types are summed (dictionaries ar
 
 Ranking (``select_by``): a rankable metric or ``mean(a,b,...)`` of them. Per language, systems are ordered by
 that score; overall, by its mean over the languages (macro average; defined even when nothing can be pooled).
-Ties are broken by system name.
+The order and the best follow the one rule for "best" (:mod:`multimsd.metrics.best`): a system flagged for
+degenerate outputs there (overall: in any language), or whose outputs are all empty, is listed after the
+others with its flags (``flagged``) and is never the best; ties are broken by system name.
 """
 
 from __future__ import annotations
@@ -231,27 +233,42 @@ def pool_languages(
 
 
 # ---------------------------------------------------------------------------------------------- ranking
-def rank_systems(langs: list[str], per_lang: dict[str, dict[str, dict]], select_by: str) -> dict[str, Any]:
-    """Systems ordered by the ``select_by`` score, per language and overall (mean over languages)."""
+def rank_systems(
+    langs: list[str],
+    per_lang: dict[str, dict[str, dict]],
+    select_by: str,
+    flagged: dict[str, dict[str, list[str]]] | None = None,
+) -> dict[str, Any]:
+    """Systems ordered by the ``select_by`` score, per language and overall (mean over languages), by the one
+    rule for "best"; ``flagged[lang or "overall"][system]``: why the system cannot be best there."""
+    from multimsd.metrics.best import best, order
+
     names = parse_select_by(select_by)
+    flagged = flagged or {}
 
     def score(res: dict) -> float:
         return sum(res[m] for m in names) / len(names)
 
-    def order(scored: dict[str, float]) -> list[dict]:
-        return [{"system": s, "score": v} for s, v in sorted(scored.items(), key=lambda kv: (-kv[1], kv[0]))]
+    winners: dict[str, str | None] = {}
 
-    per_language = {lang: order({s: score(r) for s, r in per_lang[lang].items()}) for lang in langs}
+    def ranked(scored: dict[str, float], column: str) -> list[dict]:
+        placed = order(scored, flagged.get(column))  # rankable metrics: higher is better
+        winners[column] = best(placed)
+        return [
+            {"system": p.system, "score": p.score, **({"flagged": list(p.flagged)} if p.flagged else {})}
+            for p in placed
+        ]
+
+    per_language = {lang: ranked({s: score(r) for s, r in per_lang[lang].items()}, lang) for lang in langs}
     systems = list(per_lang[langs[0]])
-    overall = order({s: sum(score(per_lang[lang][s]) for lang in langs) / len(langs) for s in systems})
+    overall = ranked(
+        {s: sum(score(per_lang[lang][s]) for lang in langs) / len(langs) for s in systems}, "overall"
+    )
     return {
         "select_by": select_by,
         "metrics": names,
         "overall_is": "mean over languages of the per-language score",
         "per_language": per_language,
         "overall": overall,
-        "best": {
-            **{lang: per_language[lang][0]["system"] for lang in langs},
-            "overall": overall[0]["system"],
-        },
+        "best": winners,  # per language and "overall"; null where every system is flagged
     }

@@ -10,7 +10,8 @@ Read top to bottom, :func:`run` is the whole stage:
    built in: SARI (+ add / keep / delete), BLEU, TER, chrF, METEOR (+ its mode), FKGL of the outputs (and of the
    sources and references, for comparison), EASSE quality features), and distinct medical-term types of
    sources, references and every system; then pool the languages ("all") where that is meaningful and rank
-   the systems by ``select_by`` (:mod:`multimsd.evaluation.scoring`, whose docstring gives the rules);
+   the systems by ``select_by`` (:mod:`multimsd.evaluation.scoring`, whose docstring gives the rules; a system
+   flagged for degenerate outputs, see below, is ranked after the others: :mod:`multimsd.metrics.best`);
    per language, bootstrap confidence intervals of the metrics that registered per-sentence statistics (SARI,
    BLEU, FKGL, ...) and paired comparisons of the systems (``bootstrap.*``, :mod:`multimsd.evaluation.intervals`);
    per system and language, the shares of empty outputs, of outputs cut at ``max_new_tokens`` and of outputs
@@ -44,6 +45,7 @@ from multimsd.fsutil import check_replaceable, check_writable_dir
 from multimsd.metrics.degenerate import (
     check_degenerate,
     degenerate_summary,
+    demotions,
     load_cut_flags,
     output_shares,
 )
@@ -215,6 +217,9 @@ def _evaluate(cfg: EvaluateConfig, out_dir: Path) -> dict:
                 cfg.degenerate.max_share,
                 copies_by_design=str(spec) == "@identity",
             )
+    # the one rule for "best" (multimsd.metrics.best): flagged systems are ranked after the others
+    scored = {"languages": langs, "systems": results_systems}
+    flagged = {col: {s: demotions(scored, s, col) for s in systems} for col in [*langs, "overall"]}
 
     results = {
         "multimsd_version": __version__,
@@ -234,7 +239,7 @@ def _evaluate(cfg: EvaluateConfig, out_dir: Path) -> dict:
         "systems_info": system_info,
         "systems": results_systems,
         "pooled": pooled_report,
-        "ranking": rank_systems(langs, per_lang_scores, cfg.select_by),
+        "ranking": rank_systems(langs, per_lang_scores, cfg.select_by, flagged),
         "bootstrap": bootstrap_settings(cfg),
         "comparisons": comparisons,
         "degenerate": degenerate_summary(results_systems, langs, cfg.degenerate.max_share),

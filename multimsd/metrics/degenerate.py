@@ -16,8 +16,9 @@ Per system and language the evaluation counts three kinds of output that make a 
 Each share is the count over the language's sentences (``cut``: over the outputs whose flag is known).
 A system whose share of any of them is above ``degenerate.max_share`` is *flagged* in that language:
 ``results.json`` says so (``systems.<name>.<lang>.outputs``, ``degenerate``), ``table.md`` and the run's
-report print a warning line, and none of that system's scores in that language (nor its average / pooled
-scores) is set in bold as the best.
+report print a warning line, and by the one rule for "best" (:mod:`multimsd.metrics.best`, which reads
+:func:`demotions`) none of that system's scores in that language (nor its average / pooled scores) is set in
+bold as the best, and the ranking lists it after the systems that are not flagged.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ __all__ = [
     "GENERATION_INFO",
     "check_degenerate",
     "degenerate_summary",
-    "flagged_columns",
+    "demotions",
     "load_cut_flags",
     "output_shares",
     "warning_lines",
@@ -117,14 +118,20 @@ def output_shares(
     return res
 
 
-def flagged_columns(results: dict, system: str) -> set[str]:
-    """The columns (languages, and "avg" / "all" when any language is flagged) in which ``system``'s
-    outputs are flagged degenerate: no score of theirs there is bold as the best."""
+def demotions(results: dict, system: str, column: str) -> list[str]:
+    """Why ``system``'s score in ``column`` cannot be the best (:mod:`multimsd.metrics.best`): the kinds its
+    outputs are flagged for there (``column`` a language; "avg", "all" or "overall": any language), and
+    "empty" where its outputs there are all empty, whatever ``degenerate.max_share`` says: an empty output is
+    no simplification, and an all-empty system must never rank above the copy baseline."""
     per = results.get("systems", {}).get(system, {})
-    langs = [
-        g for g in results.get("languages") or [] if ((per.get(g) or {}).get("outputs") or {}).get("flagged")
-    ]
-    return set(langs) | ({"avg", "all"} if langs else set())
+    langs = results.get("languages") or []
+    found: set[str] = set()
+    for g in langs if column not in langs else [column]:
+        o = (per.get(g) or {}).get("outputs") or {}
+        found.update(o.get("flagged") or [])
+        if o.get("n") and o.get("empty") == 1.0:
+            found.add("empty")
+    return [k for k in KINDS if k in found]
 
 
 def degenerate_summary(results_systems: dict, langs: list[str], max_share: float) -> dict[str, Any]:

@@ -11,11 +11,11 @@ from pathlib import Path
 from multimsd import __version__
 from multimsd.errors import MultimsdError
 from multimsd.fsutil import current_umask
-from multimsd.report.blocks import Section
-from multimsd.report.html import render_html
+from multimsd.render.blocks import Section
+from multimsd.render.html import render_html
+from multimsd.render.markdown import render_markdown
 from multimsd.report.human import human_section
 from multimsd.report.load import Run, load_run
-from multimsd.report.markdown import render_markdown
 from multimsd.report.scores import examples_section, score_section, terms_section
 from multimsd.report.sections import (
     alignment_section,

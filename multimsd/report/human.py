@@ -15,7 +15,7 @@ from pathlib import Path
 
 from multimsd.errors import MultimsdError
 from multimsd.metrics.human import CRITERIA, check_rating, input_hash, summarise, text_hash
-from multimsd.report.blocks import Cell, Paragraph, Section, Table, interval, num
+from multimsd.render.blocks import Cell, Paragraph, Section, Table, interval, num
 from multimsd.report.load import Run
 
 CONFIDENCE = 0.95

@@ -14,9 +14,10 @@ from typing import Any
 
 from multimsd.errors import MultimsdError
 from multimsd.metrics.bootstrap import format_p
-from multimsd.metrics.degenerate import WHAT, flagged_columns, warning_lines
-from multimsd.report.blocks import Cell, Chart, Paragraph, Section, Table, bold_best, interval, num
-from multimsd.report.charts import Series, bar_chart
+from multimsd.metrics.degenerate import warning_lines
+from multimsd.render.blocks import Cell, Chart, Paragraph, Section, Table, interval, num
+from multimsd.render.charts import bar_chart
+from multimsd.render.scores import languages, lookup, mean_or_none, outputs_table, score_series, score_table
 from multimsd.report.load import Run, read_predictions
 
 # The rows under a metric's systems, for scale (a column's `scale` sides of its per-language `reference`)
@@ -61,20 +62,8 @@ def score_tables(evaluation: dict) -> list[ScoreTable]:
     return tables
 
 
-def lookup(res: dict | None, key: str) -> Any:
-    """``res[key]``; a dotted key reads nested dicts; None where absent."""
-    for part in key.split("."):
-        res = (res or {}).get(part)
-    return res
-
-
 def languages_of(run: Run) -> list[str]:
-    ev = run.evaluation
-    return list(ev.get("languages") or sorted({g for s in ev["systems"].values() for g in s}))
-
-
-def mean_or_none(values: list[float | None]) -> float | None:
-    return sum(values) / len(values) if values and all(v is not None for v in values) else None
+    return languages(run.evaluation)
 
 
 def score_section(run: Run) -> Section:
@@ -100,71 +89,33 @@ def score_section(run: Run) -> Section:
     if chart is not None:
         sec.blocks.append(chart)
     cols = [*langs, *(["avg"] if len(langs) > 1 else [])]
-    flagged = {s: flagged_columns(ev, s) for s in systems}
     for t in score_tables(ev):
-        metric, title, low = t.key, t.title, t.low
-        if not any(lookup(r, metric) is not None for res in ev["systems"].values() for r in res.values()):
+        if not any(lookup(r, t.key) is not None for res in ev["systems"].values() for r in res.values()):
             continue
-        rows, values = [], []
-        for s in systems:
-            res = ev["systems"][s]
-            vals = [lookup(res.get(g), metric) for g in langs]
-            if len(langs) > 1:
-                vals.append(mean_or_none(vals))
-            cells = [Cell(run.label(s))]
-            for g, v in zip(cols, vals, strict=True):
-                ci = interval(((res.get(g) or {}).get("ci") or {}).get(metric)) if g != "avg" else None
-                mark = " ⚠" if g in flagged[s] and v is not None else ""
-                cells.append(Cell(num(v) + mark, num=True, ci=ci))
-            rows.append(cells)
-            # degenerate outputs (all empty: FKGL 0.00) do not compete for the best of a column
-            values.append([None if g in flagged[s] else v for g, v in zip(cols, vals, strict=True)])
-        if low is not None:
-            bold_best(rows, values, [low] * len(cols))
+        caption = (
+            t.title
+            if t.low is None
+            else f"{t.title} ({'lower' if t.low else 'higher'} is better; best per column in bold)"
+        )
+        table = score_table(ev, t.key, cols, t.low, run.label, caption=caption)
+        table.inline = len(cols) <= 4
         # e.g. the readability of the inputs and of the references, for scale; they do not compete
         for key, name in t.scale:
             vals = [lookup(per_lang.get(g), key) for g in langs]
             if len(langs) > 1:
                 vals.append(mean_or_none(vals))
-            rows.append([Cell(name), *(Cell(num(v), num=True) for v in vals)])
-        caption = (
-            title
-            if low is None
-            else f"{title} ({'lower' if low else 'higher'} is better; best per column in bold)"
-        )
-        sec.blocks.append(Table(["system", *cols], rows, caption=caption, inline=len(cols) <= 4))
+            table.rows.append([Cell(name), *(Cell(num(v), num=True) for v in vals)])
+        sec.blocks.append(table)
     sec.blocks.extend(outputs_blocks(run))
     sec.blocks.extend(comparison_blocks(run))
     return sec
 
 
-def _share(x: float | None) -> str:
-    return "unknown" if x is None else f"{100 * x:.0f} %"
-
-
 def outputs_blocks(run: Run) -> list:
     """The shares of empty, cut and input-identical outputs per system and language (when recorded)."""
-    ev, langs = run.evaluation, languages_of(run)
-    rows = []
-    for s, per in ev["systems"].items():
-        for g in langs:
-            o = (per.get(g) or {}).get("outputs")
-            if not o:
-                continue
-            kinds = o.get("flagged") or []
-            rows.append(
-                [
-                    Cell(run.label(s)),
-                    Cell(g),
-                    Cell(num(o.get("n")), num=True),
-                    Cell(_share(o.get("empty")), num=True, bold="empty" in kinds),
-                    Cell(_share(o.get("cut")), num=True, bold="cut" in kinds),
-                    Cell("–" if o.get("identical_note") else _share(o.get("identical")), num=True,
-                         bold="identical" in kinds),
-                    Cell("⚠ " + ", ".join(WHAT.get(k, k) for k in kinds) if kinds else "–"),
-                ]
-            )  # fmt: skip
-    if not rows:
+    ev = run.evaluation
+    table = outputs_table(ev, run.label, caption="Degenerate outputs")
+    if table is None:
         return []
     limit = (ev.get("degenerate") or {}).get("max_share", 0.1)
     return [
@@ -174,28 +125,14 @@ def outputs_blocks(run: Run) -> list:
             f"identical to their input. Above {100 * limit:g} % (degenerate.max_share) a system is flagged ⚠ in "
             "that language, and none of its scores there is marked best."
         ),
-        Table(
-            ["system", "lang", "n", "empty", "cut", "identical to input", "flagged"],
-            rows,
-            caption="Degenerate outputs",
-        ),
+        table,
     ]
 
 
 def score_chart(run: Run, langs: list[str], metric: str = "sari") -> Chart | None:
     """SARI per language, a bar per system, with its bootstrap interval as an error bar where there is one."""
     ev = run.evaluation
-    series = []
-    for s, res in ev["systems"].items():
-        pts, errs = [], []
-        for i, g in enumerate(langs):
-            r = res.get(g) or {}
-            if r.get(metric) is None:
-                continue
-            pts.append((float(i), float(r[metric])))
-            ci = (r.get("ci") or {}).get(metric)
-            errs.append((float(ci[0]), float(ci[1])) if ci and None not in ci else None)
-        series.append(Series(run.label(s), pts, errs))
+    series = score_series(ev, langs, metric, run.label)
     if not any(s.points for s in series):
         return None
     with_ci = any(e for s in series for e in s.errors or [])

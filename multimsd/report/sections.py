@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from multimsd.report.blocks import Cell, Chart, Paragraph, Preformatted, Section, Table, num
-from multimsd.report.charts import Series, line_chart
+from multimsd.render.blocks import Cell, Chart, Paragraph, Preformatted, Section, Table, num
+from multimsd.render.charts import Series, line_chart
 from multimsd.report.load import Run
 
 

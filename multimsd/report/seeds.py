@@ -4,7 +4,7 @@ mean ± sd and the interval over seeds and sentences (run.json's ``seeds``, writ
 
 from __future__ import annotations
 
-from multimsd.report.blocks import Cell, Paragraph, Section, Table, interval, num
+from multimsd.render.blocks import Cell, Paragraph, Section, Table, interval, num
 from multimsd.report.load import Run
 from multimsd.report.sweep import is_number, swept_value, value_chart, value_text
 

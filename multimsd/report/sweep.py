@@ -12,11 +12,12 @@ The selection (``sweep.selected``, made by the pipeline on validation mean(SARI,
 
 from __future__ import annotations
 
-from multimsd.metrics.degenerate import flagged_columns
-from multimsd.report.blocks import Cell, Chart, Paragraph, Section, Table, bold_best, num
-from multimsd.report.charts import Series, bar_chart, line_chart
+from multimsd.metrics.degenerate import demotions
+from multimsd.render.blocks import Cell, Chart, Paragraph, Section, Table, bold_best, num
+from multimsd.render.charts import Series, bar_chart, line_chart
+from multimsd.render.scores import mean_or_none
 from multimsd.report.load import Run
-from multimsd.report.scores import languages_of, mean_or_none
+from multimsd.report.scores import languages_of
 
 
 def swept_value(run: Run, system: str, parameter: str):
@@ -116,9 +117,11 @@ def sweep_section(run: Run) -> Section | None:
         ]
         for v, n, s, b in pts
     ]
-    # a system flagged for degenerate outputs (multimsd.metrics.degenerate) is never the bold best
-    values = [[None, s, b, None] if "avg" not in flagged_columns(ev, n) else [None] * 4 for _, n, s, b in pts]
-    bold_best(rows, values, [False, False, False, False])
+    # the one rule for "best" (multimsd.metrics.best): a system flagged for degenerate outputs in any language
+    # is never the bold best of the test scores, which average over the languages
+    values = [[None, s, b, None] for _, _, s, b in pts]
+    flagged = [[demotions(ev, n, "avg")] * 4 for _, n, _, _ in pts]
+    bold_best(rows, values, [False, False, False, False], flagged)
     if selected:
         sec.blocks.append(
             Paragraph(

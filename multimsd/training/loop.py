@@ -31,7 +31,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from multimsd import interrupts, runlock
-from multimsd.console import say
+from multimsd.console import progress_bar, say
 from multimsd.early_stopping import early_stopping
 from multimsd.errors import MultimsdError
 from multimsd.fsutil import check_writable_dir, write_text_atomic
@@ -247,11 +247,11 @@ def _run(cfg: TrainConfig, progress: Progress) -> dict:
     # --- the loop
     model.train()
     scale = cfg.optim.grad_accum * accelerator.num_processes  # see multimsd.training.loss: undo averaging
-    from tqdm.auto import tqdm
-
     progress.start(state, len(train_dl), cfg)  # this process's optimizer steps: progress.total
-    shown = accelerator.is_local_main_process
-    bar = tqdm(total=progress.total, initial=state.step, desc="training", disable=not shown)
+    shown = accelerator.is_local_main_process  # a bar on a terminal, else a line per epoch (multimsd.console)
+    bar = progress_bar(
+        total=progress.total, initial=state.step, desc="training", unit="step", disable=not shown
+    )
     while not state.done and state.epoch < cfg.optim.epochs:
         train_dl.set_epoch(state.epoch)
         dl = (

@@ -33,7 +33,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from multimsd.alignment.aligners.features import (
     FEATURE_NAMES,
@@ -44,6 +43,7 @@ from multimsd.alignment.aligners.features import (
     prepare_docs,
     train_word_vectors,
 )
+from multimsd.console import progress_bar
 from multimsd.errors import MultimsdError
 from multimsd.fsutil import atomic_directory, check_replaceable
 from multimsd.gold import GoldDoc
@@ -163,7 +163,7 @@ def pair_labels(doc: GoldDoc, nm_gold: str = "positive") -> np.ndarray:
 def featurize(prepared: PreparedDocs, vectors) -> list[np.ndarray]:
     return [
         article_features(c, s, vectors)
-        for c, s in tqdm(prepared, desc="pair features", unit="article", disable=len(prepared) < 50)
+        for c, s in progress_bar(prepared, desc="pair features", unit="article", disable=len(prepared) < 50)
     ]
 
 

@@ -23,7 +23,6 @@ import math
 from pathlib import Path
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from multimsd.alignment.aligners.classifier_model import (
     ClassifierConfig,
@@ -39,6 +38,7 @@ from multimsd.alignment.aligners.classifier_model import (
 from multimsd.alignment.aligners.features import FEATURE_NAMES, prepare_docs
 from multimsd.alignment.goldscore import PRF
 from multimsd.config import AlignConfig
+from multimsd.console import progress_bar
 from multimsd.errors import MultimsdError
 from multimsd.fsutil import atomic_directory, check_replaceable
 
@@ -120,7 +120,9 @@ def imbalance_experiment(
         delayed(_one_run)(X, y, pos, neg, plan[k][1], c, seeds, threshold) for k, _rep, seeds in jobs
     )
     per_ratio: list[list[dict]] = [[] for _ in plan]
-    for (k, _rep, _s), run in zip(jobs, tqdm(runs, total=len(jobs), desc="imbalance runs", unit="run")):
+    for (k, _rep, _s), run in zip(
+        jobs, progress_bar(runs, total=len(jobs), desc="imbalance runs", unit="run")
+    ):
         per_ratio[k].append(run)
     rows = []
     for (r, n_neg), rs in zip(plan, per_ratio):

@@ -61,13 +61,13 @@ from dataclasses import dataclass, field
 import numpy as np
 from rapidfuzz import process
 from rapidfuzz.distance import OSA, DamerauLevenshtein, Indel, JaroWinkler, LCSseq, Levenshtein
-from tqdm.auto import tqdm
 
 from multimsd.alignment.aligners.paraphrase_config import ParaphraseConfig
 from multimsd.alignment.aligners.registry import Aligner, check_unit_threshold, register_aligner
 from multimsd.alignment.aligners.words import sentence_words
 from multimsd.alignment.match import Match
 from multimsd.config import AlignConfig, AlignerConfig
+from multimsd.console import progress_bar
 from multimsd.errors import MultimsdError
 
 log = logging.getLogger(__name__)
@@ -402,7 +402,7 @@ def lexical_matches(
         cfg.max_mean,
     )
     result = []
-    for (c_sents, s_sents), lang in tqdm(
+    for (c_sents, s_sents), lang in progress_bar(
         list(zip(docs, langs)), desc="lexical scores", unit="article", disable=len(docs) < 50
     ):
         mats = score_matrices(c_sents, s_sents, lang, names, cfg.workers, model, min_mean=min_score)

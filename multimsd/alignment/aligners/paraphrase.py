@@ -47,7 +47,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
-from tqdm.auto import tqdm
 
 from multimsd.alignment.aligners.paraphrase_data import (
     PAD,
@@ -63,6 +62,7 @@ from multimsd.alignment.aligners.paraphrase_data import (
     read_pairs,
 )
 from multimsd.alignment.goldscore import PRF
+from multimsd.console import progress_bar
 from multimsd.early_stopping import early_stopping
 from multimsd.errors import MultimsdError
 from multimsd.fsutil import atomic_directory, check_replaceable
@@ -282,14 +282,16 @@ def train_paraphrase(p: ParaphraseConfig, rows: list[PairRow]) -> tuple[Paraphra
 
     ids1, len1, ids2, len2, y = data["train"]
     best, best_state, best_epoch, bad, history = None, None, 0, 0, []
-    bar = tqdm(range(1, p.epochs + 1), desc="paraphrase epochs", unit="epoch")
+    bar = progress_bar(range(1, p.epochs + 1), desc="paraphrase epochs", unit="epoch")
     for epoch in bar:
         net.train()
         order = torch.randperm(len(y), generator=gen)
         total = 0.0
         starts = range(0, len(y), p.batch_size)
         # A bar per epoch only when epochs are long (the paper's took 22 minutes each).
-        for k in tqdm(starts, desc=f"epoch {epoch}", unit="batch", leave=False, disable=len(starts) < 100):
+        for k in progress_bar(
+            starts, desc=f"epoch {epoch}", unit="batch", leave=False, disable=len(starts) < 100
+        ):
             idx = order[k : k + p.batch_size]
             logit = net(ids1[idx].to(device), len1[idx], ids2[idx].to(device), len2[idx])
             loss = loss_fn(logit, y[idx].to(device))

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from multimsd.config import EmbedderConfig
+from multimsd.console import progress_bar
 from multimsd.errors import MultimsdError
 from multimsd.io import hub_reachable, model_unavailable
 from multimsd.paths import cache_dir as default_cache_dir
@@ -264,7 +264,7 @@ class Embedder:
         done: dict[int, np.ndarray] = {}
         failure: str | None = None
         try:
-            for b in tqdm(mine, desc="encoding", unit="batch", disable=not show_progress):
+            for b in progress_bar(mine, desc="encoding", unit="batch", disable=not show_progress):
                 done[b] = self._encode_batch([texts[k] for k in batches[b]], prefix)
         except Exception as e:
             if self.shard is None or self.shard.is_main:

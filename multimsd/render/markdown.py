@@ -1,10 +1,12 @@
-"""Rendering the sections as Markdown: the same tables as the HTML page; a chart becomes one line."""
+"""Rendering the sections as Markdown: the same tables as the HTML page; a chart becomes one line.
+
+:func:`table_lines` is also how the evaluation writes the tables of its ``table.md``."""
 
 from __future__ import annotations
 
 import re
 
-from multimsd.report.blocks import Cell, Chart, Paragraph, Preformatted, Section, Table
+from multimsd.render.blocks import Cell, Chart, Paragraph, Preformatted, Section, Table
 
 
 def _text(s: str) -> str:
@@ -23,7 +25,9 @@ def _cell(c: Cell) -> str:
     return t
 
 
-def _table(t: Table) -> list[str]:
+def table_lines(t: Table) -> list[str]:
+    """A table in Markdown: its caption in bold, the header, the rows (numeric columns right-aligned) and an
+    empty line."""
     out = []
     if t.caption:
         out += [f"**{_text(t.caption)}**", ""]
@@ -43,7 +47,7 @@ def render_markdown(title: str, sections: list[Section], footer: str) -> str:
             if isinstance(b, Paragraph):
                 out += [("> **Note.** " if b.note else "") + _text(b.text), ""]
             elif isinstance(b, Table):
-                out += _table(b)
+                out += table_lines(b)
             elif isinstance(b, Chart):
                 out += [f"*Chart: {b.alt} (see report.html).*", ""]
             elif isinstance(b, Preformatted):

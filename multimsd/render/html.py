@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from html import escape
 
-from multimsd.report.blocks import Cell, Chart, Paragraph, Preformatted, Section, Table
+from multimsd.render.blocks import Cell, Chart, Paragraph, Preformatted, Section, Table
 
 CSS = """
 :root { color-scheme: light; }

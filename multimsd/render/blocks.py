@@ -1,12 +1,15 @@
-"""What a report is made of, independent of its format: sections holding paragraphs, tables and charts.
+"""What a document is made of, independent of its format: sections holding paragraphs, tables and charts.
 
-The sections are built once (:mod:`multimsd.report.sections`) and rendered twice, to HTML and to Markdown,
-so the two files cannot disagree on a number.
+The run report's sections are built once (:mod:`multimsd.report.sections`) and rendered twice, to HTML and to
+Markdown (:mod:`multimsd.render.html`, :mod:`multimsd.render.markdown`), so the two files cannot disagree on
+a number; the evaluation's ``table.md`` writes its tables with the same blocks and the same Markdown writer.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from multimsd.metrics.best import best, order
 
 
 @dataclass
@@ -66,7 +69,7 @@ def num(x: float | int | None, digits: int = 2) -> str:
     """A number as the report prints it: fixed decimals for floats, "–" for a missing value."""
     if x is None:
         return "–"
-    if isinstance(x, int):  # bool included
+    if not isinstance(x, float):  # an int (bool included), or a fact that is no number
         return str(x)
     return f"{x:.{digits}f}"
 
@@ -77,13 +80,21 @@ def interval(ci: list | tuple | None, digits: int = 2) -> str | None:
     return f"[{num(float(ci[0]), digits)}, {num(float(ci[1]), digits)}]"
 
 
-def bold_best(rows: list[list[Cell]], values: list[list[float | None]], lower_better: list[bool]) -> None:
-    """Bold the best value of every column (per ``lower_better[col]``) when at least two rows compete."""
+def bold_best(
+    rows: list[list[Cell]],
+    values: list[list[float | None]],
+    lower_better: list[bool],
+    flagged: list[list[list[str]]] | None = None,
+) -> None:
+    """Bold the best value of every column where at least two rows have one, by the one rule for "best"
+    (:mod:`multimsd.metrics.best`): ``flagged[row][col]`` says why a row cannot be best in that column
+    (degenerate outputs). ``values[row][col]`` is the value of ``rows[row][col + 1]`` (after the name)."""
     for col, low in enumerate(lower_better):
-        vals = [(r, v[col]) for r, v in enumerate(values) if v[col] is not None]
-        if len(vals) < 2:
+        scores = {r: v[col] for r, v in enumerate(values) if v[col] is not None}
+        if len(scores) < 2:
             continue
-        best = min(v for _, v in vals) if low else max(v for _, v in vals)
-        for r, v in vals:
-            if v == best:
+        flags = {r: flagged[r][col] for r in scores} if flagged else {}
+        top = best(order(scores, flags, low))  # type: ignore[arg-type]  (rows stand in for systems)
+        for r, v in scores.items():
+            if top is not None and v == scores[top] and not flags.get(r):  # a tie is bold twice
                 rows[r][col + 1].bold = True
