@@ -1,0 +1,347 @@
+"""A full disk loses nothing (issue #32, item 3): a write that fails for want of space (ENOSPC), at a file-size
+limit (EFBIG) or on a read-only remount (EROFS) stops the command with one line naming the output and the
+cause, exit 2; no temporary file stays; what was complete stays usable; once there is space again the same
+command finishes with the results of a run that never failed.
+
+The disk is a tmpfs of its own (a real ENOSPC; ``mount -o remount,ro`` for EROFS), filled to the last byte at
+the moment chosen; tests that need one are skipped where mounting is not permitted (not root, no
+CAP_SYS_ADMIN). EFBIG comes from ``RLIMIT_FSIZE`` in a subprocess (SIGXFSZ ignored, so the write fails instead
+of killing the process).
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import resource
+import signal
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from multimsd.errors import MultimsdError
+from multimsd.fsutil import atomic_directory, disk_errno, write_text_atomic, writing
+
+FULL = "no space left on device writing {} (free space and run the same command to continue)"
+
+
+class SmallDisk:
+    """A tmpfs mounted at ``path``: :meth:`fill` takes every free byte (a file ``FILLER``), :meth:`free` gives
+    them back; :meth:`read_only` / :meth:`writable` remount it."""
+
+    def __init__(self, path: Path, size: str) -> None:
+        self.path = path
+        path.mkdir(parents=True)
+        proc = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(path)],
+            capture_output=True,
+            text=True,
+        )
+        if proc.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here ({proc.stderr.strip() or proc.returncode})")
+        self.filler = path / "FILLER"
+
+    def fill(self) -> None:
+        """Write the filler until the file system refuses another byte."""
+        with open(self.filler, "ab", buffering=0) as f:
+            for chunk in (1 << 20, 1 << 12):
+                block = b"\0" * chunk
+                while True:
+                    try:
+                        if f.write(block) < chunk:
+                            break
+                    except OSError as e:
+                        assert e.errno == errno.ENOSPC, e
+                        break
+        assert os.statvfs(self.path).f_bavail == 0
+
+    def free(self) -> None:
+        self.filler.unlink(missing_ok=True)
+
+    def remount(self, *options: str) -> None:
+        subprocess.run(["mount", "-o", ",".join(["remount", *options]), str(self.path)], check=True)
+
+    def unmount(self) -> None:
+        subprocess.run(["umount", "-l", str(self.path)], check=False)
+
+
+@pytest.fixture
+def disk(tmp_path):
+    d = SmallDisk(tmp_path / "disk", "8m")
+    try:
+        yield d
+    finally:
+        d.unmount()
+
+
+def leftovers(root: Path) -> list[Path]:
+    """Temporary files and directories (every one multimsd writes starts with '.')."""
+    return [p for p in root.rglob(".*")]
+
+
+# ------------------------------------------------------------------------------ the writers of fsutil
+def test_a_full_disk_is_one_line_naming_the_file_and_the_earlier_file_stays(disk):
+    target = disk.path / "out" / "results.json"
+    write_text_atomic(target, "old\n")
+    disk.fill()
+    with pytest.raises(MultimsdError) as e:
+        write_text_atomic(target, "x" * 100_000)
+    assert str(e.value) == FULL.format(target)
+    assert target.read_text() == "old\n" and leftovers(disk.path) == []
+    disk.free()
+    write_text_atomic(target, "new\n")
+    assert target.read_text() == "new\n"
+
+
+def test_a_directory_output_is_all_or_nothing_on_a_full_disk(disk):
+    out = disk.path / "evaluation"
+    with atomic_directory(out) as tmp:
+        (tmp / "results.json").write_text("{}\n")
+    disk.fill()
+    with pytest.raises(MultimsdError) as e, atomic_directory(out) as tmp:
+        (tmp / "results.json").write_text("{}\n")
+        (tmp / "scores.bin").write_bytes(os.urandom(1 << 20))
+    assert str(e.value) == FULL.format(out)
+    assert sorted(p.name for p in out.iterdir()) == ["results.json"] and leftovers(disk.path) == []
+
+
+def test_a_read_only_remount_is_one_line(disk):
+    target = disk.path / "report.html"
+    write_text_atomic(target, "<p>old</p>\n")
+    disk.remount("ro")
+    try:
+        with pytest.raises(MultimsdError) as e:
+            write_text_atomic(target, "<p>new</p>\n")
+        assert str(e.value).startswith(f"read-only file system writing {target} (")
+        assert str(e.value).endswith("and run the same command to continue)")
+    finally:
+        disk.remount("rw")
+    assert target.read_text() == "<p>old</p>\n" and leftovers(disk.path) == []
+
+
+def test_library_writes_that_do_not_say_why_are_recognised(disk):
+    """safetensors says the cause in words, torch.save only "file write failed": the file system is asked."""
+    import torch
+    from safetensors.torch import save_file
+
+    disk.fill()
+    weights = {"w": torch.zeros(1 << 18)}
+    with (
+        pytest.raises(MultimsdError, match="^no space left on device writing .*model.safetensors"),
+        writing(disk.path / "model.safetensors"),
+    ):
+        save_file(weights, str(disk.path / "model.safetensors"))
+    with pytest.raises(RuntimeError) as raw:
+        torch.save(weights, str(disk.path / "optimizer.bin"))
+    assert "No space left" not in str(raw.value)  # nothing in the message says why: hence the probe
+    assert disk_errno(raw.value, disk.path) == errno.ENOSPC
+    disk.free()
+    assert disk_errno(raw.value, disk.path) is None  # the same error with space to spare is another failure
+    assert disk_errno(sqlite3.OperationalError("database or disk is full")) == errno.ENOSPC
+    assert disk_errno(ValueError("bad input")) is None
+
+
+EFBIG_SCRIPT = """
+import sys
+from pathlib import Path
+import torch
+from multimsd.cli import run_stage
+from multimsd.fsutil import atomic_directory
+
+def save(_cfg):
+    with atomic_directory(Path(sys.argv[1])) as tmp:
+        torch.save({"w": torch.zeros(1 << 20)}, str(tmp / "optimizer.bin"))  # 4 MiB
+
+run_stage(save, None)
+"""
+
+
+def test_a_file_size_limit_is_one_line_and_exit_2(tmp_path):
+    """RLIMIT_FSIZE (``ulimit -f``) at 1 MiB, SIGXFSZ ignored: torch.save's write fails (EFBIG, unsaid)."""
+
+    def limit() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
+
+    out = tmp_path / "best"
+    proc = subprocess.run(
+        [sys.executable, "-c", EFBIG_SCRIPT, str(out)],
+        capture_output=True,
+        text=True,
+        preexec_fn=limit,
+        timeout=120,
+    )
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert proc.stderr.strip().splitlines() == [
+        f"error: file too large writing {out} (raise the file-size limit (ulimit -f) and run the same "
+        "command to continue)"
+    ]
+    assert list(tmp_path.iterdir()) == []  # the partial directory is gone
+
+
+# ------------------------------------------------------------------------------ the studio's journal
+TEXTS = {("en", "a1"): (["c0", "c1", "c2"], ["s0", "s1"]), ("en", "a2"): (["d0"], ["t0"])}
+ACTIONS = [
+    ("accept", "en", "a1", [((0,), (0,))]),
+    ("link", "en", "a1", [((1, 2), (1,))]),
+    ("undo", "en", "a1", []),
+    ("reject", "en", "a2", [((0,), (0,))]),
+]
+
+
+def journal_in(d: Path, annotator: str = "ann"):
+    from multimsd.studio.journal import Journal
+
+    j = Journal(d / f"journal-{annotator}.jsonl", d / f"gold-{annotator}.jsonl", annotator, TEXTS)
+    j.start(None)
+    return j
+
+
+def records(journal: Path) -> list[dict]:
+    """A journal's records without their time stamps."""
+    return [{k: v for k, v in json.loads(x).items() if k != "time"} for x in journal.read_text().splitlines()]
+
+
+def test_studio_action_on_a_full_disk_is_taken_back_whole(disk, tmp_path):
+    """The first action of a new journal fails at its append, the second one (the journal's page has room)
+    at the gold file after the append: either way the journal and the gold file stay as they were, the
+    annotator sees the error, and the same clicks later give the gold of a studio that never failed."""
+    ref = journal_in(tmp_path / "ref")
+    for a in ACTIONS:
+        ref.act(*a)
+
+    d = disk.path / "studio"
+    j = journal_in(d)
+    gold_before = j.gold_path.read_bytes()
+    disk.fill()
+    with pytest.raises(MultimsdError, match=f"^no space left on device writing {j.path}"):
+        j.act(*ACTIONS[0])
+    assert not j.path.exists() and j.gold_path.read_bytes() == gold_before and j.records == []
+    disk.free()
+    j.act(*ACTIONS[0])
+    journal_before, gold_before = j.path.read_bytes(), j.gold_path.read_bytes()
+    disk.fill()
+    with pytest.raises(MultimsdError, match=f"^no space left on device writing {j.gold_path}"):
+        j.act(*ACTIONS[1])  # appended (the journal's last page had room), then the gold file failed
+    assert j.path.read_bytes() == journal_before and j.gold_path.read_bytes() == gold_before
+    assert [r["action"] for r in j.records] == ["accept"] and j.seq == 1  # memory follows the disk
+    assert leftovers(disk.path) == []
+    disk.free()
+    for a in ACTIONS[1:]:
+        j.act(*a)
+    assert j.gold_path.read_bytes() == ref.gold_path.read_bytes()
+    assert records(j.path) == records(ref.path)  # the same records, seq numbers included
+
+
+# ------------------------------------------------------------------------------ the embedding cache
+def test_embedding_cache_on_a_full_disk_keeps_what_it_had(disk, tiny_encoder):
+    from test_faults import TEXTS as SENTENCES
+    from test_faults import embedder_cfg
+
+    from multimsd.alignment.embed import Embedder
+
+    cfg = embedder_cfg(tiny_encoder)
+    more = [f"filler sentence number {i} of the second batch" for i in range(100)]
+    fresh = Embedder(cfg, disk.path / "fresh")
+    expected = fresh.encode(SENTENCES + more, show_progress=False)
+    cache = disk.path / "cache"
+    first = Embedder(cfg, cache)
+    first._model = fresh.model  # loaded once (seconds): the cache is what is tested
+    first.encode(SENTENCES, show_progress=False)
+    disk.fill()
+    with pytest.raises(MultimsdError) as e:
+        first.encode(more, show_progress=False)
+    assert str(e.value) == FULL.format(first.cache.path)
+    first.cache.close()
+    assert leftovers(disk.path) == []  # no journal of the failed transaction beside the database
+    disk.free()
+    again = Embedder(cfg, cache)
+    again._model = fresh.model
+    got = again.encode(SENTENCES + more, show_progress=False)
+    assert again.n_encoded == len(more)  # what was committed before the disk filled was kept, and used
+    np.testing.assert_array_equal(got, expected)
+
+
+# ------------------------------------------------------------------------------ the aligned DatasetDict
+def aligned_rows(n: int, tag: str) -> list[dict]:
+    return [
+        {
+            "complex": f"{tag} complex sentence {k} " + "word " * 40,
+            "simple": f"{tag} simple sentence {k}",
+            "lang": "en",
+            "article_id": f"a{k // 10}",
+            "score": 0.5,
+            "cosine": 0.5,
+            "complex_idx": k,
+            "simple_idx": k,
+            "complex_members": [k],
+            "simple_members": [k],
+            "split": ("train", "validation", "test")[k % 3],
+        }
+        for k in range(n)
+    ]
+
+
+def test_aligned_dataset_dict_on_a_full_disk_keeps_the_earlier_one(disk):
+    import datasets
+
+    from multimsd.alignment.stage import write_output
+    from multimsd.config import AlignConfig
+
+    out = disk.path / "align"
+    stats = {"languages": ["en"]}
+    write_output(out, aligned_rows(30, "old"), stats, "old stats", AlignConfig())
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    disk.fill()
+    with pytest.raises(MultimsdError) as e:
+        write_output(out, aligned_rows(3000, "new"), stats, "new stats", AlignConfig())
+    assert str(e.value) == FULL.format(out)
+    assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    assert leftovers(disk.path) == []
+    assert datasets.load_from_disk(str(out))["train"][0]["complex"].startswith("old")  # still usable
+    disk.free()
+    write_output(out, aligned_rows(3000, "new"), stats, "new stats", AlignConfig())
+    assert datasets.load_from_disk(str(out))["train"].num_rows == 1000
+
+
+# ------------------------------------------------------------------------------ checkpoints
+@pytest.mark.usefixtures("fresh_accelerate_state")
+def test_checkpoint_on_a_full_disk_then_the_same_run_resumes_exactly(disk, tmp_path, monkeypatch):
+    """The disk fills as step 3's checkpoint is written: one line naming it, no partial checkpoint, steps 1-2
+    whole; with space again the same run resumes from step 2 and gives the uninterrupted run's losses."""
+    from test_faults import reset_accelerate, step_losses, tiny_cfg
+
+    from multimsd.training import loop
+    from multimsd.training.checkpoint import manifest_problem
+
+    one_epoch = {"batch_size": 2, "epochs": 1, "lr": 1e-2}  # 4 optimizer steps, a checkpoint after each
+    expected = step_losses(loop.run({**tiny_cfg(tmp_path, "ref"), "optim": one_epoch}))
+    assert len(expected) == 4
+    real_save = loop.save_checkpoint
+
+    def disk_fills_at_step_3(accelerator, out, state, keep=2):
+        if state.step == 3:
+            disk.fill()
+        return real_save(accelerator, out, state, keep)
+
+    monkeypatch.setattr(loop, "save_checkpoint", disk_fills_at_step_3)
+    out = disk.path / "run"
+    reset_accelerate()
+    with pytest.raises(MultimsdError) as e:
+        loop.run({**tiny_cfg(disk.path, "run"), "optim": one_epoch})
+    assert str(e.value) == FULL.format(out / "checkpoints" / "step_00000003")
+    ckpts = sorted((out / "checkpoints").iterdir())
+    assert [p.name for p in ckpts] == ["step_00000001", "step_00000002"]
+    assert all(manifest_problem(p) is None for p in ckpts) and leftovers(out) == []
+
+    disk.free()
+    monkeypatch.setattr(loop, "save_checkpoint", real_save)
+    reset_accelerate()
+    resumed = loop.run({**tiny_cfg(disk.path, "run"), "optim": one_epoch})
+    assert resumed["resumed_from"].endswith("step_00000002")
+    assert step_losses(resumed) == expected
