@@ -167,5 +167,6 @@ def run_stage(run: Callable[[Any], Any], cfg: Any) -> Any:
             if err is None:
                 raise
             # One clear line for input/environment problems; tracebacks are for bugs.
+            interrupts.close_progress_bars()  # a stage can fail with its bar open (a full disk at a checkpoint)
             print(f"error: {err}", file=sys.stderr)
             sys.exit(2)
