@@ -14,11 +14,13 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import resource
 import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -148,6 +150,7 @@ def test_library_writes_that_do_not_say_why_are_recognised(disk):
 
 EFBIG_SCRIPT = """
 import sys
+import time
 from pathlib import Path
 import torch
 from multimsd.cli import run_stage
@@ -345,3 +348,126 @@ def test_checkpoint_on_a_full_disk_then_the_same_run_resumes_exactly(disk, tmp_p
     resumed = loop.run({**tiny_cfg(disk.path, "run"), "optim": one_epoch})
     assert resumed["resumed_from"].endswith("step_00000002")
     assert step_losses(resumed) == expected
+
+
+# ------------------------------------------------------------------------------ multimsd run, end to end
+# tests/test_run_pipeline.py's tiny run (a training long enough to fill the disk in: 6 steps, a checkpoint every 2)
+RUN = ["debug=tiny", "train.optim.max_steps=6", "train.checkpoint_every=2"]
+
+
+def multimsd_run(run_dir: Path, cache: Path) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "multimsd.pipeline.cli",
+        "run",
+        *RUN,
+        f"output.dir={run_dir}",
+        f"align.cache_dir={cache}",  # the embedding cache on the small disk too
+    ]
+
+
+def the_error_line(stderr: str, disk: Path) -> str:
+    """Exactly one ``error:`` line, the last one, no traceback, naming a path on the full disk."""
+    lines = [ln for ln in stderr.splitlines() if ln.strip()]
+    assert "Traceback" not in stderr, stderr[-3000:]
+    errors = [ln for ln in lines if ln.startswith("error:")]
+    assert len(errors) == 1 and lines[-1] == errors[0], stderr[-3000:]
+    m = re.fullmatch(
+        r"error: no space left on device writing (\S+) \(free space and run the same command to continue\)",
+        errors[0],
+    )
+    assert m and m[1].startswith(str(disk)), errors[0]
+    return m[1]
+
+
+def check_nothing_half_written(run_dir: Path, cache: Path) -> None:
+    """No temporary file or directory (the stage records aside), the run lock released, every checkpoint whole,
+    no SQLite journal beside the embedding cache."""
+    from multimsd.training.checkpoint import manifest_problem
+
+    stray = [p for p in leftovers(run_dir) if ".stages" not in p.relative_to(run_dir).parts]
+    assert stray == [], stray
+    assert not list(run_dir.parent.glob(".*.lock")), "the run lock was not released"
+    assert not list(cache.rglob("*-journal")), list(cache.rglob("*"))
+    for ckpt in run_dir.glob("systems/*/checkpoints/*"):
+        assert ckpt.name.startswith("step_") and manifest_problem(ckpt) is None, ckpt
+
+
+@pytest.mark.slow
+def test_multimsd_run_on_a_filling_disk_continues_to_the_same_results(tmp_path):
+    """The disk fills while the run aligns, trains and evaluates (three commands, each stopped by it), and then
+    while a finished run rewrites its results and report: each time one line and exit 2, nothing half written;
+    each time the same command, once space is freed, goes on; the end is the uninterrupted run's numbers."""
+    from test_run_pipeline import numbers
+
+    ref = tmp_path / "ref"
+    ref_cmd = multimsd_run(ref, tmp_path)[:-1]  # the default embedding cache: where it is matters not
+    proc = subprocess.run(ref_cmd, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+    disk = SmallDisk(tmp_path / "disk", "64m")
+    try:
+        run_dir, cache = disk.path / "run", disk.path / "cache"
+        stages = run_dir / ".stages"
+        ckpts = run_dir / "systems" / "finetuned_theta1" / "checkpoints"
+        points = {
+            "aligning": lambda: (stages / "align.started.json").exists(),
+            "training": lambda: ckpts.is_dir() and any(ckpts.glob("step_*")),
+            "evaluating": lambda: (stages / "evaluate.started.json").exists(),
+        }
+        failed = {}
+        for name, ready in points.items():
+            err = tmp_path / f"{name}.stderr"
+            with err.open("w") as f:
+                proc = subprocess.Popen(multimsd_run(run_dir, cache), stdout=subprocess.DEVNULL, stderr=f)
+            t0 = time.time()
+            while not ready():
+                assert proc.poll() is None, f"{name}: the run ended first\n" + err.read_text()[-3000:]
+                assert time.time() - t0 < 600, f"{name}: not reached in time"
+                time.sleep(0.02)
+            disk.fill()
+            assert proc.wait(timeout=600) == 2, err.read_text()[-3000:]
+            failed[name] = the_error_line(err.read_text(), disk.path)
+            check_nothing_half_written(run_dir, cache)
+            assert not (run_dir / "results.json").exists()
+            disk.free()
+        done = subprocess.run(multimsd_run(run_dir, cache), capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert numbers(run_dir) == numbers(ref), failed
+
+        # A finished run: the same command skips every stage and rewrites run.json, results.json and the report.
+        report = (run_dir / "report.html").read_bytes()
+        disk.fill()
+        again = subprocess.run(multimsd_run(run_dir, cache), capture_output=True, text=True, timeout=900)
+        assert again.returncode == 2, again.stderr[-3000:]
+        assert the_error_line(again.stderr, disk.path) == str(run_dir / "run.json")
+        assert (run_dir / "report.html").read_bytes() == report  # the earlier report stays, whole
+        check_nothing_half_written(run_dir, cache)
+        disk.free()
+        again = subprocess.run(multimsd_run(run_dir, cache), capture_output=True, text=True, timeout=900)
+        assert again.returncode == 0, again.stderr[-3000:]
+        assert numbers(run_dir) == numbers(ref)
+    finally:
+        disk.unmount()
+
+
+def test_report_on_a_full_disk_keeps_the_earlier_report(disk):
+    """report.md is written first, report.html second: the disk is full for report.html only (report.md's old
+    pages are freed for its new copy). One line naming report.html; the earlier report.html stays whole."""
+    from test_report import make_run
+
+    from multimsd.report import build_report
+
+    run = make_run(disk.path)
+    build_report(run)
+    html = (run / "report.html").read_bytes()
+    disk.fill()
+    (run / "report.md").unlink()
+    with pytest.raises(MultimsdError) as e:
+        build_report(run)
+    assert str(e.value) == FULL.format(run / "report.html")
+    assert (run / "report.html").read_bytes() == html and (run / "report.md").is_file()
+    assert leftovers(disk.path) == []
+    disk.free()
+    assert build_report(run)["html"] == run / "report.html"
