@@ -435,6 +435,7 @@ def test_multimsd_run_on_a_filling_disk_continues_to_the_same_results(tmp_path):
         done = subprocess.run(multimsd_run(run_dir, cache), capture_output=True, text=True, timeout=900)
         assert done.returncode == 0, done.stderr[-3000:]
         assert numbers(run_dir) == numbers(ref), failed
+        print("the disk filled while writing:", *(f"{k}: {v}" for k, v in failed.items()), sep="\n  ")
 
         # A finished run: the same command skips every stage and rewrites run.json, results.json and the report.
         report = (run_dir / "report.html").read_bytes()
