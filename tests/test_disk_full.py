@@ -472,3 +472,25 @@ def test_report_on_a_full_disk_keeps_the_earlier_report(disk):
     assert leftovers(disk.path) == []
     disk.free()
     assert build_report(run)["html"] == run / "report.html"
+
+
+def test_tokenized_cache_on_a_full_disk_is_one_line_and_leaves_no_file(disk, tmp_path):
+    from test_train import tiny_cfg as train_cfg
+
+    from multimsd.training.data import load_pairs, select, tokenize_dataset
+    from multimsd.training.loop import to_train_config
+    from multimsd.training.modeling import load_model_and_tokenizer
+
+    tc = to_train_config(train_cfg(tmp_path, model="tiny_llama"))
+    _, tok = load_model_and_tokenizer(tc.model)
+    rows = select(load_pairs(None), tc.data, tc.seed)["train"]
+    cache = disk.path / "tokenized"
+    cache.mkdir()
+    disk.fill()
+    with pytest.raises(
+        MultimsdError, match=rf"^no space left on device writing {cache}/tokenized-\w+\.arrow "
+    ):
+        tokenize_dataset(tok, rows, "causal", 512, cache)
+    assert list(cache.iterdir()) == []
+    disk.free()
+    assert len(tokenize_dataset(tok, rows, "causal", 512, cache)) == len(rows)
