@@ -494,3 +494,21 @@ def test_tokenized_cache_on_a_full_disk_is_one_line_and_leaves_no_file(disk, tmp
     assert list(cache.iterdir()) == []
     disk.free()
     assert len(tokenize_dataset(tok, rows, "causal", 512, cache)) == len(rows)
+
+
+def test_offline_model_build_on_a_full_disk_leaves_no_partial_build(disk):
+    from multimsd.buildcache import cached_build
+
+    def write(out: Path) -> dict:
+        (out / "weights.bin").write_bytes(bytes(range(256)) * 4096)  # 1 MiB
+        return {}
+
+    disk.fill()
+    with pytest.raises(MultimsdError) as e:
+        cached_build(disk.path, "m", {"v": 1}, ("weights.bin",), write, force=False)
+    assert str(e.value) == FULL.format(disk.path / "m")
+    assert [p.name for p in leftovers(disk.path)] == [".m.lock"]  # the builders' lock file, kept by design
+    assert not (disk.path / "m").exists()
+    disk.free()
+    built = cached_build(disk.path, "m", {"v": 1}, ("weights.bin",), write, force=False)
+    assert (built / "weights.bin").stat().st_size == 1 << 20
