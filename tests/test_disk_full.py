@@ -512,3 +512,27 @@ def test_offline_model_build_on_a_full_disk_leaves_no_partial_build(disk):
     disk.free()
     built = cached_build(disk.path, "m", {"v": 1}, ("weights.bin",), write, force=False)
     assert (built / "weights.bin").stat().st_size == 1 << 20
+
+
+def test_evaluation_outputs_on_a_full_disk_keep_the_earlier_ones(disk, tmp_path):
+    """evaluate's results.json, table.md, scores.png: all or nothing; the earlier directory stays whole."""
+    from test_evaluate_cli import ROWS, cfg, write_lines, write_refs
+
+    from multimsd.evaluation.stage import run
+
+    refs = write_refs(tmp_path / "refs.jsonl", [r for r in ROWS if r[0] == "en"])
+    system = write_lines(tmp_path / "sys.txt", [s for g, _, s in ROWS if g == "en"])
+    c = cfg(disk.path, refs, mine=system)
+    c["output"]["plot"] = True
+    c.update(terms={"enabled": False}, metrics={"include": ["sari", "bleu"]}, bootstrap={"samples": 0})
+    first = run(c)
+    out = disk.path / "out"
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    assert {"results.json", "table.md", "scores.png"} <= set(before)
+    disk.fill()
+    with pytest.raises(MultimsdError) as e:
+        run(c)
+    assert str(e.value) == FULL.format(out)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before and leftovers(disk.path) == []
+    disk.free()
+    assert run(c)["systems"] == first["systems"]
