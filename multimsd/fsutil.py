@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import glob
 import json
 import os
 import re
 import resource
 import shutil
+import socket
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -150,17 +152,62 @@ def check_replaceable(out: Path, marker: str, what: str) -> None:
         raise MultimsdError(f"{out} exists and is not {what}; refusing to overwrite it")
 
 
+def _owner() -> str:
+    """This process's host and PID namespace: where its process id means something."""
+    try:
+        namespace = os.stat("/proc/self/ns/pid").st_ino
+    except OSError:  # no /proc: process ids of other processes are not judged
+        namespace = 0
+    return f"{socket.gethostname()}.{namespace}"
+
+
+def temporary_prefix(name: str, kind: str = "tmp") -> str:
+    """``.NAME.tmp-HOST.NS-PID-``: the name of a temporary sibling of ``NAME`` says which process writes it, so
+    that one left by a killed process can be told from one in use (:func:`remove_dead_temporaries`)."""
+    return f".{name}.{kind}-{_owner()}-{os.getpid()}-"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: another user's process, alive
+        return True
+    return True
+
+
+def remove_dead_temporaries(directory: Path, name: str) -> None:
+    """Remove the temporary siblings of ``name`` (files or directories, :func:`temporary_prefix`) whose writer
+    has died: a SIGKILL or an OOM kill leaves them, since no clean-up runs, and repeated kills would pile up
+    partial outputs. Only those of this host and PID namespace are judged (its process ids are ours to check);
+    a live writer's, another machine's on a shared file system, or another container's stay."""
+    if _owner().endswith(".0"):
+        return
+    for kind in ("tmp", "old"):
+        prefix = f".{name}.{kind}-{_owner()}-"
+        for p in directory.glob(glob.escape(prefix) + "*"):
+            pid = p.name[len(prefix) :].split("-", 1)[0]
+            if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+                with contextlib.suppress(OSError):
+                    if p.is_dir() and not p.is_symlink():
+                        shutil.rmtree(p)
+                    else:
+                        p.unlink()
+
+
 @contextlib.contextmanager
 def atomic_directory(out: Path) -> Iterator[Path]:
     """Yield a temporary sibling of ``out`` to fill; on success it replaces ``out`` in two renames.
 
     On any failure (an interrupt too) the temporary directory is removed and an earlier ``out`` is left as it
     was, so a crash never leaves a half-written output where a reader expects a complete one. A full disk is
-    :func:`writing`'s one line, naming ``out``.
+    :func:`writing`'s one line, naming ``out``. What a killed writer of ``out`` left is removed first.
     """
     with writing(out):
         out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+        remove_dead_temporaries(out.parent, out.name)
+        tmp = Path(tempfile.mkdtemp(prefix=temporary_prefix(out.name), dir=out.parent))
     try:
         with writing(out, tmp):
             yield tmp
@@ -170,7 +217,7 @@ def atomic_directory(out: Path) -> Iterator[Path]:
             with interrupts.deferred():
                 old = None
                 if out.exists():
-                    old = out.with_name(f".{out.name}.old-{os.getpid()}")
+                    old = out.parent / f"{temporary_prefix(out.name, 'old')}0"
                     os.replace(out, old)
                 os.replace(tmp, out)
                 if old is not None:
@@ -227,7 +274,8 @@ def write_text_atomic(path: Path, text: str, durable: bool = False) -> None:
     disk is :func:`writing`'s one line, naming ``path``; the temporary file is removed."""
     with writing(path):
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        remove_dead_temporaries(path.parent, path.name)  # a killed writer's
+        fd, tmp = tempfile.mkstemp(prefix=temporary_prefix(path.name), dir=path.parent)
     try:
         with writing(path, tmp):
             with os.fdopen(fd, "w", encoding="utf-8") as f:

@@ -192,6 +192,39 @@ def test_a_file_size_limit_is_one_line_and_exit_2(tmp_path):
     assert list(tmp_path.iterdir()) == []  # the partial directory is gone
 
 
+def test_a_killed_writers_temporaries_are_removed_by_the_next_writer(tmp_path):
+    """SIGKILL leaves a writer's temporary file or directory (no clean-up runs): the next writer of the same
+    output removes those of dead processes of this host, and nothing else."""
+    from multimsd.fsutil import temporary_prefix
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+
+        def of(pid: int, name: str, kind: str = "tmp") -> str:
+            return temporary_prefix(name, kind).replace(f"-{os.getpid()}-", f"-{pid}-") + "x1"
+
+        (tmp_path / of(dead.pid, "results.json")).write_text("half")
+        (tmp_path / of(dead.pid, "align")).mkdir()
+        (tmp_path / of(dead.pid, "align") / "data.arrow").write_text("half")
+        (tmp_path / of(dead.pid, "align", "old")).mkdir()
+        kept = [
+            of(live.pid, "results.json"),  # a writer at work
+            of(dead.pid, "other.json"),  # another output's
+            f".results.json.tmp-elsewhere.1-{dead.pid}-x1",  # another machine's, on a shared file system
+        ]
+        for name in kept:
+            (tmp_path / name).write_text("in use")
+        write_text_atomic(tmp_path / "results.json", "{}\n")
+        with atomic_directory(tmp_path / "align") as tmp:
+            (tmp / "data.arrow").write_text("whole")
+        assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*kept, "align", "results.json"])
+    finally:
+        live.kill()
+        live.wait()
+
+
 # ------------------------------------------------------------------------------ the studio's journal
 TEXTS = {("en", "a1"): (["c0", "c1", "c2"], ["s0", "s1"]), ("en", "a2"): (["d0"], ["t0"])}
 ACTIONS = [

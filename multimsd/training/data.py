@@ -17,7 +17,7 @@ import torch
 
 from multimsd import LANGUAGES
 from multimsd.errors import MultimsdError
-from multimsd.fsutil import write_text_atomic, writing
+from multimsd.fsutil import remove_dead_temporaries, temporary_prefix, write_text_atomic, writing
 from multimsd.io import load_pair_records
 from multimsd.split import SPLITS, SplitConfig, split_article_ids
 from multimsd.training.config import TrainData
@@ -206,7 +206,8 @@ def tokenize_dataset(tokenizer, rows: list[dict], kind: str, max_length: int, ca
         # A full disk is one line naming the cache file (multimsd.fsutil.writing).
         with writing(target):
             cache_dir.mkdir(parents=True, exist_ok=True)
-            tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=cache_dir))
+            remove_dead_temporaries(cache_dir, target.name)  # a killed run's
+            tmp = Path(tempfile.mkdtemp(prefix=temporary_prefix(target.name), dir=cache_dir))
         try:
             with writing(target, tmp):
                 tokenize(cache_file_name=str(tmp / target.name))
