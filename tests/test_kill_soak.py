@@ -92,7 +92,8 @@ def test_kill_soak_then_the_same_command_gives_the_uninterrupted_numbers(tmp_pat
         if sig == signal.SIGKILL:
             assert rc in (-signal.SIGKILL, 0), context
         else:
-            # 143: handled (one line); -15: before the command installed its handlers (Python starting up)
+            # 143: handled (one line); -15: outside the command's handlers (Python starting up, or exiting
+            # after the work was done)
             assert rc in (128 + signal.SIGTERM, -signal.SIGTERM, 0), context + "\n" + err.read_text()[-3000:]
             if rc == 128 + signal.SIGTERM:
                 interrupted_line(err.read_text())
