@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from multimsd.errors import MultimsdError
+from multimsd.fsutil import writing
 
 logger = logging.getLogger(__name__)
 
@@ -199,21 +200,23 @@ def cached_build(
         logger.info("building %s once; cached at %s", name, target)
         t0 = time.perf_counter()
         tmp = root / f".{name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        tmp.mkdir()
+        with writing(target):
+            tmp.mkdir()
         try:
-            extra = write(tmp)
-            normalise_modes(tmp)
-            marker = {
-                "name": name,
-                "source": fingerprint,
-                **extra,
-                "files": _file_sizes(
-                    tmp
-                ),  # sizes, checked by is_valid_build: a truncated file forces a rebuild
-                "built_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-            }
-            (tmp / MARKER).write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")
-            install(tmp, target, fingerprint, required, force)
+            # a full disk (or a file-size limit) is one line naming the build; the partial build goes
+            with writing(target, tmp):
+                extra = write(tmp)
+                normalise_modes(tmp)
+                marker = {
+                    "name": name,
+                    "source": fingerprint,
+                    **extra,
+                    # sizes, checked by is_valid_build: a truncated file forces a rebuild
+                    "files": _file_sizes(tmp),
+                    "built_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                }
+                (tmp / MARKER).write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")
+                install(tmp, target, fingerprint, required, force)
             logger.info("built %s in %.1fs", target, time.perf_counter() - t0)
         finally:
             if tmp.exists():

@@ -142,6 +142,7 @@ def run_stage(run: Callable[[Any], Any], cfg: Any) -> Any:
     from multimsd import interrupts
     from multimsd.console import quiet_console
     from multimsd.errors import MultimsdError
+    from multimsd.fsutil import disk_error
 
     quiet_console()  # library deprecation warnings off, log lines apart from progress bars (commands only)
     logging.getLogger("multimsd").setLevel(logging.INFO)
@@ -161,8 +162,11 @@ def run_stage(run: Callable[[Any], Any], cfg: Any) -> Any:
         except BaseException as e:
             if interrupts.is_interrupt(e):  # where it stopped and how to go on, from the stage's notes
                 interrupts.exit_interrupted(e)
-            if not isinstance(e, MultimsdError):
+            # A full disk where no writer named its output (a mkdir) is the user's to fix too (multimsd.fsutil).
+            err = e if isinstance(e, MultimsdError) else disk_error(e) if isinstance(e, OSError) else None
+            if err is None:
                 raise
             # One clear line for input/environment problems; tracebacks are for bugs.
-            print(f"error: {e}", file=sys.stderr)
+            interrupts.close_progress_bars()  # a stage can fail with its bar open (a full disk at a checkpoint)
+            print(f"error: {err}", file=sys.stderr)
             sys.exit(2)

@@ -1,12 +1,24 @@
-"""Atomic outputs: directories and JSON files written aside, then swapped into place."""
+"""Atomic outputs: directories and JSON files written aside, then swapped into place; a write that fails for
+want of space is one line.
+
+A full disk (ENOSPC), a quota (EDQUOT), a file-size limit (EFBIG) or a read-only remount (EROFS) is not a bug:
+it is the user's to fix, so it is a :class:`~multimsd.errors.MultimsdError` naming the output and the cause
+(:func:`writing`, around every writer of an output; :func:`disk_error`, for what escapes them). The writers
+put their files aside and rename them into place only when complete, so what such a failure leaves is the
+temporary file, which they remove: a reader finds the earlier output or none, never half of one.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import glob
 import json
 import os
+import re
+import resource
 import shutil
+import socket
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +26,97 @@ from typing import Any
 
 from multimsd import interrupts
 from multimsd.errors import MultimsdError
+
+# The write failures the user fixes, with what to do; errno's name for each is its cause in the error line.
+DISK_ERRORS = {
+    errno.ENOSPC: "free space",
+    errno.EDQUOT: "free space within your quota",
+    errno.EFBIG: "raise the file-size limit (ulimit -f)",
+    errno.EROFS: "make the file system writable or choose another output directory",
+}
+# Libraries that write through their own code say the cause in words only: safetensors (Rust) "No space left
+# on device (os error 28)", SQLite "database or disk is full" (ENOSPC; it reports EFBIG / EDQUOT / EROFS only
+# as "disk I/O error" or "attempt to write a readonly database"), pyarrow "[errno 28] ...".
+_CAUSE_TEXT = [(code, re.compile(re.escape(os.strerror(code)), re.I)) for code in DISK_ERRORS]
+_CAUSE_TEXT.append((errno.ENOSPC, re.compile(r"database or disk is full", re.I)))
+_CAUSE_TEXT += [(code, re.compile(rf"\b(?:os error|errno) {code}\b", re.I)) for code in DISK_ERRORS]
+LOW_SPACE = 1 << 20  # less free than this after a failed write: the file system is full
+
+
+def _fs_cause(path: Path) -> int | None:
+    """What the file system of ``path`` says about a write that just failed with no cause given (torch.save
+    says only "file write failed"): mounted read-only, full, or a file under ``path`` at the process's
+    file-size limit. None when it is none of these (then the failure was something else)."""
+    d = Path(path)
+    while not d.is_dir() and d.parent != d:
+        d = d.parent
+    try:
+        st = os.statvfs(d)
+    except OSError:
+        return None
+    if st.f_flag & os.ST_RDONLY:
+        return errno.EROFS
+    free = (st.f_bfree if os.geteuid() == 0 else st.f_bavail) * st.f_frsize  # root may use the reserve
+    if free < LOW_SPACE:
+        return errno.ENOSPC
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    if limit != resource.RLIM_INFINITY:
+        files = [Path(path)] if Path(path).is_file() else Path(path).rglob("*")
+        with contextlib.suppress(OSError):
+            if any(f.is_file() and f.stat().st_size >= limit for f in files):
+                return errno.EFBIG
+    return None
+
+
+def disk_errno(e: BaseException, where: Path | str | None = None) -> int | None:
+    """The errno of :data:`DISK_ERRORS` behind ``e``, or None: an ``OSError`` in its chain, the cause in the
+    words of a library's message, or (``where`` given: the partial file or directory of the failed write) the
+    file system's state."""
+    seen: set[int] = set()
+    x: BaseException | None = e
+    while x is not None and id(x) not in seen:
+        seen.add(id(x))
+        if isinstance(x, OSError) and x.errno in DISK_ERRORS:
+            return x.errno
+        for code, pattern in _CAUSE_TEXT:
+            if pattern.search(str(x)):
+                return code
+        x = x.__cause__ or x.__context__
+    return _fs_cause(Path(where)) if where is not None else None
+
+
+def disk_error(
+    e: BaseException, path: Path | str | None = None, where: Path | str | None = None
+) -> MultimsdError | None:
+    """The one-line error for a write of the output ``path`` that failed for want of space (or a limit, or a
+    read-only file system), or None when ``e`` is another failure. ``path``: the output the user knows (a
+    temporary file's name would mean nothing once it is removed); ``where``: the partial file or directory
+    (default ``path``), for :func:`disk_errno`."""
+    code = disk_errno(e, where if where is not None else path)
+    if code is None:
+        return None
+    target = path if path is not None else getattr(e, "filename", None)
+    return MultimsdError(
+        f"{os.strerror(code).lower()} writing {target or 'an output'} "
+        f"({DISK_ERRORS[code]} and run the same command to continue)"
+    )
+
+
+@contextlib.contextmanager
+def writing(path: Path | str, where: Path | str | None = None) -> Iterator[None]:
+    """Around the writing of the output ``path`` (its partial file or directory: ``where``): a failure for want
+    of space, a file-size limit or a read-only file system becomes :func:`disk_error`'s one line; other
+    failures pass unchanged. The block is inside the writer's clean-up, so the file system is asked while the
+    partial file still fills it; the writer then removes it."""
+    try:
+        yield
+    except MultimsdError:
+        raise
+    except Exception as e:
+        err = disk_error(e, path, where)
+        if err is None:
+            raise
+        raise err from e
 
 
 def current_umask() -> int:
@@ -49,28 +152,76 @@ def check_replaceable(out: Path, marker: str, what: str) -> None:
         raise MultimsdError(f"{out} exists and is not {what}; refusing to overwrite it")
 
 
+def _owner() -> str:
+    """This process's host and PID namespace: where its process id means something."""
+    try:
+        namespace = os.stat("/proc/self/ns/pid").st_ino
+    except OSError:  # no /proc: process ids of other processes are not judged
+        namespace = 0
+    return f"{socket.gethostname()}.{namespace}"
+
+
+def temporary_prefix(name: str, kind: str = "tmp") -> str:
+    """``.NAME.tmp-HOST.NS-PID-``: the name of a temporary sibling of ``NAME`` says which process writes it, so
+    that one left by a killed process can be told from one in use (:func:`remove_dead_temporaries`)."""
+    return f".{name}.{kind}-{_owner()}-{os.getpid()}-"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: another user's process, alive
+        return True
+    return True
+
+
+def remove_dead_temporaries(directory: Path, name: str) -> None:
+    """Remove the temporary siblings of ``name`` (files or directories, :func:`temporary_prefix`) whose writer
+    has died: a SIGKILL or an OOM kill leaves them, since no clean-up runs, and repeated kills would pile up
+    partial outputs. Only those of this host and PID namespace are judged (its process ids are ours to check);
+    a live writer's, another machine's on a shared file system, or another container's stay."""
+    if _owner().endswith(".0"):
+        return
+    for kind in ("tmp", "old"):
+        prefix = f".{name}.{kind}-{_owner()}-"
+        for p in directory.glob(glob.escape(prefix) + "*"):
+            pid = p.name[len(prefix) :].split("-", 1)[0]
+            if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+                with contextlib.suppress(OSError):
+                    if p.is_dir() and not p.is_symlink():
+                        shutil.rmtree(p)
+                    else:
+                        p.unlink()
+
+
 @contextlib.contextmanager
 def atomic_directory(out: Path) -> Iterator[Path]:
     """Yield a temporary sibling of ``out`` to fill; on success it replaces ``out`` in two renames.
 
     On any failure (an interrupt too) the temporary directory is removed and an earlier ``out`` is left as it
-    was, so a crash never leaves a half-written output where a reader expects a complete one.
+    was, so a crash never leaves a half-written output where a reader expects a complete one. A full disk is
+    :func:`writing`'s one line, naming ``out``. What a killed writer of ``out`` left is removed first.
     """
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    with writing(out):
+        out.parent.mkdir(parents=True, exist_ok=True)
+        remove_dead_temporaries(out.parent, out.name)
+        tmp = Path(tempfile.mkdtemp(prefix=temporary_prefix(out.name), dir=out.parent))
     try:
-        yield tmp
-        # mkdtemp's 0700 (and 0600 files saved through temp files) would follow it into place
-        share_modes(tmp)
-        # The swap is two renames: an interrupt (Ctrl-C, SIGTERM) waits until both are done.
-        with interrupts.deferred():
-            old = None
-            if out.exists():
-                old = out.with_name(f".{out.name}.old-{os.getpid()}")
-                os.replace(out, old)
-            os.replace(tmp, out)
-            if old is not None:
-                shutil.rmtree(old, ignore_errors=True)
+        with writing(out, tmp):
+            yield tmp
+            # mkdtemp's 0700 (and 0600 files saved through temp files) would follow it into place
+            share_modes(tmp)
+            # The swap is two renames: an interrupt (Ctrl-C, SIGTERM) waits until both are done.
+            with interrupts.deferred():
+                old = None
+                if out.exists():
+                    old = out.parent / f"{temporary_prefix(out.name, 'old')}0"
+                    os.replace(out, old)
+                os.replace(tmp, out)
+                if old is not None:
+                    shutil.rmtree(old, ignore_errors=True)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
@@ -119,19 +270,24 @@ def write_text_atomic(path: Path, text: str, durable: bool = False) -> None:
     """Write ``text`` to a temporary sibling, then rename: a reader sees the old file or the whole new one.
 
     ``durable``: also fsync the file before the rename and the directory after it, so the new file survives a
-    power cut once this returns (the studio's gold file, rebuilt after every acknowledged action)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    power cut once this returns (the studio's gold file, rebuilt after every acknowledged action). A full
+    disk is :func:`writing`'s one line, naming ``path``; the temporary file is removed."""
+    with writing(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        remove_dead_temporaries(path.parent, path.name)  # a killed writer's
+        fd, tmp = tempfile.mkstemp(prefix=temporary_prefix(path.name), dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        with writing(path, tmp):
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+                if durable:
+                    f.flush()
+                    os.fsync(f.fileno())
+            # mkstemp's 0600 would hide results from the rest of a group
+            os.chmod(tmp, 0o666 & ~current_umask())
+            os.replace(tmp, path)
             if durable:
-                f.flush()
-                os.fsync(f.fileno())
-        os.chmod(tmp, 0o666 & ~current_umask())  # mkstemp's 0600 would hide results from the rest of a group
-        os.replace(tmp, path)
-        if durable:
-            fsync_dir(path.parent)
+                fsync_dir(path.parent)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -139,15 +295,4 @@ def write_text_atomic(path: Path, text: str, durable: bool = False) -> None:
 
 def write_json_atomic(path: Path, data: Any) -> None:
     """Write JSON to a temporary sibling, fsync it, then rename: a reader sees the old file or the whole new one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=1, ensure_ascii=False, default=str)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o666 & ~current_umask())  # mkstemp's 0600 would hide results from the rest of a group
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text_atomic(path, json.dumps(data, indent=1, ensure_ascii=False, default=str), durable=True)

@@ -158,8 +158,9 @@ def is_main_process() -> bool:
     return os.environ.get("RANK", "0") in ("", "0")
 
 
-def _close_progress_bars() -> None:
-    """End the lines of open progress bars (as they stood), so that the interrupt's line starts a line."""
+def close_progress_bars() -> None:
+    """End the lines of open progress bars (as they stood), so that the line that ends a command (the
+    interrupt's, an ``error:`` line) starts a line of its own."""
     std = sys.modules.get("tqdm.std")  # no tqdm imported: no bars
     for bar in list(getattr(getattr(std, "tqdm", None), "_instances", ())):
         with contextlib.suppress(Exception):
@@ -169,7 +170,7 @@ def _close_progress_bars() -> None:
 def exit_interrupted(e: BaseException) -> None:
     """Print the interrupt's line (main process only) and exit with 128 + its signal."""
     line = message(e)  # first: the notes may read state that closing things could change
-    _close_progress_bars()
+    close_progress_bars()
     if is_main_process():
         sys.stdout.flush()
         print(line, file=sys.stderr, flush=True)

@@ -35,7 +35,8 @@ Runs align -> (gold) -> train / prompt every system -> evaluate -> report into o
 (default outputs/run). With no overrides: the bundled sample, offline models, 2 CPU cores.
 A stage whose resolved config is unchanged and whose outputs are intact is skipped on a re-run;
 a killed run continues where it stopped. One run at a time writes a run directory: a second one into it
-is refused (one line naming the first one's pid and host, exit 2).
+is refused (one line naming the first one's pid and host, exit 2). A full disk stops the run with one line
+naming the file (exit 2), nothing half written: free space and run the same command to continue.
 
 Run keys (conf/pipeline/run.yaml):
   output.dir=PATH              the run directory (report.html, results.json, every stage's outputs);

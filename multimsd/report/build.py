@@ -3,14 +3,12 @@ write both files atomically."""
 
 from __future__ import annotations
 
-import os
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
 from multimsd import __version__
 from multimsd.errors import MultimsdError
-from multimsd.fsutil import current_umask
+from multimsd.fsutil import write_text_atomic
 from multimsd.render.blocks import Section
 from multimsd.render.html import render_html
 from multimsd.render.markdown import render_markdown
@@ -47,21 +45,6 @@ def build_sections(run: Run) -> list[Section]:
     return [p for p in parts if p is not None]
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to a temporary sibling, flush it to disk, then rename it over ``path``."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o666 & ~current_umask())  # mkstemp's 0600 would hide the report from a group
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def build_report(run_dir: Path) -> dict:
     """Write ``<run_dir>/report.html`` and ``<run_dir>/report.md``; return their paths and a summary.
 
@@ -83,8 +66,10 @@ def build_report(run_dir: Path) -> dict:
     html = render_html(title, sections, footer)
     md = render_markdown(title, sections, footer)
     html_path, md_path = run_dir / HTML_NAME, run_dir / MD_NAME
-    _write_atomic(md_path, md)
-    _write_atomic(html_path, html)
+    # Each aside, fsync-ed and renamed into place; a full disk is one line naming the file, and leaves the
+    # earlier report (or none), never a torn one.
+    write_text_atomic(md_path, md, durable=True)
+    write_text_atomic(html_path, html, durable=True)
     ranking = (run.evaluation.get("ranking") or {}).get("best") or {}
     return {
         "html": html_path,

@@ -17,6 +17,7 @@ restart never applies it twice.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -26,7 +27,7 @@ from pathlib import Path
 
 from multimsd import LANGUAGES
 from multimsd.errors import MultimsdError
-from multimsd.fsutil import fsync_dir, write_text_atomic
+from multimsd.fsutil import fsync_dir, write_text_atomic, writing
 from multimsd.gold import GoldPair
 
 Key = tuple[str, str]  # (lang, article_id)
@@ -118,14 +119,26 @@ def cut_torn_tail(path: Path, good_bytes: int) -> None:
 
 
 def append_durable(path: Path, rec: dict) -> None:
-    """Append one record as a JSON line, flushed and fsync-ed (and a new file's name too) before returning."""
+    """Append one record as a JSON line, flushed and fsync-ed (and a new file's name too) before returning.
+
+    An append that fails (a full disk: :func:`multimsd.fsutil.writing`'s one line) is cut off again, so the
+    journal never holds a torn line of an action that was not acknowledged; a new, empty journal goes."""
     new = not path.exists()
-    with open(path, "a", encoding="utf-8") as f:
-        f.write(json.dumps(rec, ensure_ascii=False) + "\n")
-        f.flush()
-        os.fsync(f.fileno())  # durable before the server answers
-    if new:
-        fsync_dir(path.parent)
+    size = 0 if new else path.stat().st_size
+    try:
+        with writing(path), open(path, "ab") as f:
+            f.write((json.dumps(rec, ensure_ascii=False) + "\n").encode("utf-8"))
+            f.flush()
+            os.fsync(f.fileno())  # durable before the server answers
+            if new:
+                fsync_dir(path.parent)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            if new:
+                path.unlink(missing_ok=True)
+            else:
+                cut_torn_tail(path, size)
+        raise
 
 
 def read_journal(path: Path) -> tuple[list[dict], int]:
@@ -148,12 +161,16 @@ class Journal:
             k: hashlib.sha1(json.dumps([c, s], ensure_ascii=False).encode()).hexdigest()[:16]
             for k, (c, s) in texts.items()
         }
+        self._load()
+
+    def _load(self) -> None:
+        """The state of the journal on disk, replayed from its records."""
         self.states: dict[Key, ArticleState] = {}
         self.passthrough: list[dict] = []  # --gold records of articles outside this corpus, kept as they are
-        self.records, self._good_bytes = read_journal(path)
+        self.records, self._good_bytes = read_journal(self.path)
         self.seq = 0
         for k, rec in enumerate(self.records):
-            self._apply(rec, f"{path}:{k + 1}")
+            self._apply(rec, f"{self.path}:{k + 1}")
 
     def reread(self) -> Journal:
         """The same journal read again from disk (after its lock is taken: what another studio wrote)."""
@@ -223,8 +240,18 @@ class Journal:
         rec["doc"] = self.doc_ids[(lang, article_id)]
         if action != "undo":
             rec["items"] = [item_to_json(it) for it in sorted(items)]
-        rec = self._append(rec)
-        self.write_gold()
+        size = self.path.stat().st_size if self.path.exists() else 0
+        try:
+            rec = self._append(rec)
+            self.write_gold()
+        except Exception:
+            # Not written whole (a full disk: the gold file could not follow the journal): the action is taken
+            # back, from the journal and from memory, so that the error the annotator sees is the truth and
+            # the same click, once there is space, applies it once (an undo twice would take back two).
+            with contextlib.suppress(OSError):
+                cut_torn_tail(self.path, size)
+            self._load()
+            raise
         return rec
 
     def gold_records(self) -> list[dict]:

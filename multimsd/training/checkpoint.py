@@ -33,6 +33,7 @@ from pathlib import Path
 from multimsd import interrupts
 from multimsd.console import without_log_message
 from multimsd.errors import MultimsdError
+from multimsd.fsutil import writing
 
 log = logging.getLogger(__name__)
 
@@ -205,15 +206,19 @@ def save_checkpoint(accelerator, out: Path, state: TrainState, keep: int = 2) ->
     final = out / "checkpoints" / f"step_{state.step:08d}"
     tmp = out / "checkpoints" / f".tmp_step_{state.step:08d}"
     try:
-        # Tied weights (mBART's embeddings and head) are saved once, as they should: Accelerate says so every time.
-        with without_log_message("accelerate.utils.other", "Removed shared tensor"):
-            accelerator.save_state(str(tmp))
-        accelerator.wait_for_everyone()  # every process's files (RNG states, shards) are in `tmp`
-        if accelerator.is_main_process:
-            write_manifest(tmp)  # last: a checkpoint with a manifest was complete when it was written
+        # A full disk (or a file-size limit, a read-only remount) is one line naming the checkpoint; torch.save
+        # does not say why a write failed, so `writing` asks the file system while `tmp` still fills it.
+        with writing(final, tmp):
+            # Tied weights (mBART's embeddings and head) are saved once, as they should: Accelerate says so
+            # every time.
+            with without_log_message("accelerate.utils.other", "Removed shared tensor"):
+                accelerator.save_state(str(tmp))
+            accelerator.wait_for_everyone()  # every process's files (RNG states, shards) are in `tmp`
+            if accelerator.is_main_process:
+                write_manifest(tmp)  # last: a checkpoint with a manifest was complete when it was written
     except BaseException:
-        # Interrupted (Ctrl-C, SIGTERM) or failed while writing: the partial checkpoint goes, the last
-        # complete one stays the one to resume from.
+        # Interrupted (Ctrl-C, SIGTERM) or failed while writing (a full disk): the partial checkpoint goes, the
+        # last complete one stays the one to resume from.
         if accelerator.is_main_process:
             shutil.rmtree(tmp, ignore_errors=True)
         raise

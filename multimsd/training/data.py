@@ -6,15 +6,18 @@ Rows everywhere are dicts with ``complex``, ``simple``, ``lang`` (and ``article_
 from __future__ import annotations
 
 import json
+import os
 import random
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import torch
 
 from multimsd import LANGUAGES
 from multimsd.errors import MultimsdError
-from multimsd.fsutil import write_text_atomic
+from multimsd.fsutil import remove_dead_temporaries, temporary_prefix, write_text_atomic, writing
 from multimsd.io import load_pair_records
 from multimsd.split import SPLITS, SplitConfig, split_article_ids
 from multimsd.training.config import TrainData
@@ -181,27 +184,37 @@ def tokenize_dataset(tokenizer, rows: list[dict], kind: str, max_length: int, ca
         )
         return {k: [e[k] for e in encoded] for k in TOKENIZED_COLUMNS}
 
-    kwargs = {}
-    if cache_dir is not None:
-        from multimsd.training import prompts
+    def tokenize(**cache) -> datasets.Dataset:
+        return ds.map(encode, batched=True, remove_columns=list(columns), desc="tokenising", **cache)
 
-        # The kind's encoder lives in its class and the classes it derives from (a plugin's too).
-        modules = {
-            sys.modules[__name__],
-            prompts,
-            *(sys.modules[c.__module__] for c in type(get_kind(kind)).__mro__[:-1]),
-        }
-        code = [Path(m.__file__).read_bytes() for m in sorted(modules, key=lambda m: m.__name__)]
-        key = Hasher.hash([ds._fingerprint, Hasher.hash(tokenizer), kind, max_length, code])
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        kwargs = {"cache_file_name": str(cache_dir / f"tokenized-{key}.arrow"), "load_from_cache_file": True}
-    return ds.map(
-        encode,
-        batched=True,
-        remove_columns=list(columns),
-        desc="tokenising",
-        **kwargs,
-    )
+    if cache_dir is None:
+        return tokenize()
+    from multimsd.training import prompts
+
+    # The kind's encoder lives in its class and the classes it derives from (a plugin's too).
+    modules = {
+        sys.modules[__name__],
+        prompts,
+        *(sys.modules[c.__module__] for c in type(get_kind(kind)).__mro__[:-1]),
+    }
+    code = [Path(m.__file__).read_bytes() for m in sorted(modules, key=lambda m: m.__name__)]
+    key = Hasher.hash([ds._fingerprint, Hasher.hash(tokenizer), kind, max_length, code])
+    target = cache_dir / f"tokenized-{key}.arrow"
+    if not target.is_file():
+        # Written in a temporary directory of our own, then renamed into place: datasets' own temporary file
+        # stays behind when its clean-up fails too (a full disk), and other runs share this cache directory.
+        # A full disk is one line naming the cache file (multimsd.fsutil.writing).
+        with writing(target):
+            cache_dir.mkdir(parents=True, exist_ok=True)
+            remove_dead_temporaries(cache_dir, target.name)  # a killed run's
+            tmp = Path(tempfile.mkdtemp(prefix=temporary_prefix(target.name), dir=cache_dir))
+        try:
+            with writing(target, tmp):
+                tokenize(cache_file_name=str(tmp / target.name))
+                os.replace(tmp / target.name, target)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return tokenize(cache_file_name=str(target), load_from_cache_file=True)  # read back from the file
 
 
 def target_index(labels: list[list[int]], shift: bool, ignore_index: int = -100) -> torch.Tensor:

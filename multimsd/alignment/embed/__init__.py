@@ -13,10 +13,12 @@ another θ or matching method re-uses them and does not even load the model.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,6 +27,7 @@ import numpy as np
 from multimsd.config import EmbedderConfig
 from multimsd.console import progress_bar
 from multimsd.errors import MultimsdError
+from multimsd.fsutil import writing
 from multimsd.io import hub_reachable, model_unavailable
 from multimsd.paths import cache_dir as default_cache_dir
 
@@ -109,17 +112,22 @@ class EmbeddingCache:
     database or fails ``PRAGMA quick_check`` is reported, moved aside (``*.sqlite.corrupt``) and replaced by an
     empty cache; a stored vector whose length is not the model's dimension (``meta.dim``, set by every write) is
     reported and treated as a miss, so it is encoded again and overwritten.
+
+    Every write is one SQLite transaction: one that fails (a full disk) is rolled back by SQLite's journal, so
+    the cache keeps what earlier writes committed, and the command stops with the one line of
+    :func:`multimsd.fsutil.writing` naming the cache file. The same command then encodes only what is missing.
     """
 
     def __init__(self, root: Path, fingerprint: str):
-        root.mkdir(parents=True, exist_ok=True)
         name = hashlib.sha1(fingerprint.encode()).hexdigest()[:16]
         self.path = root / f"{name}.sqlite"
+        with writing(self.path):
+            root.mkdir(parents=True, exist_ok=True)
         self.db = self._open_checked()
-        self.db.execute("CREATE TABLE IF NOT EXISTS emb (key BLOB PRIMARY KEY, vec BLOB NOT NULL)")
-        self.db.execute("CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT)")
-        self.db.execute("INSERT OR REPLACE INTO meta VALUES ('fingerprint', ?)", (fingerprint,))
-        self.db.commit()
+        with self._transaction():
+            self.db.execute("CREATE TABLE IF NOT EXISTS emb (key BLOB PRIMARY KEY, vec BLOB NOT NULL)")
+            self.db.execute("CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT)")
+            self.db.execute("INSERT OR REPLACE INTO meta VALUES ('fingerprint', ?)", (fingerprint,))
         row = self.db.execute("SELECT v FROM meta WHERE k = 'dim'").fetchone()
         self.dim: int | None = int(row[0]) if row and str(row[0]).isdigit() else None
         if self.dim is None:  # a cache written before `dim` was recorded: its usual vector length is the dim
@@ -154,10 +162,22 @@ class EmbeddingCache:
         )
         return sqlite3.connect(self.path)
 
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """The block's statements, committed at its end; on a failure rolled back (a full disk: one line)."""
+        try:
+            with writing(self.path, self.path.parent):  # the parent: SQLite writes a journal beside the file
+                yield
+                self.db.commit()
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                self.db.rollback()
+            raise
+
     def _set_dim(self, dim: int) -> None:
+        with self._transaction():
+            self.db.execute("INSERT OR REPLACE INTO meta VALUES ('dim', ?)", (str(dim),))
         self.dim = dim
-        self.db.execute("INSERT OR REPLACE INTO meta VALUES ('dim', ?)", (str(dim),))
-        self.db.commit()
 
     @staticmethod
     def key(prefix: str, text: str) -> bytes:
@@ -197,11 +217,11 @@ class EmbeddingCache:
             dim = int(np.asarray(items[0][1]).size)
             if dim != self.dim:  # the model's output is the truth, whatever an older or damaged meta said
                 self._set_dim(dim)
-        self.db.executemany(
-            "INSERT OR REPLACE INTO emb VALUES (?, ?)",
-            [(k, np.asarray(v, dtype=np.float32).tobytes()) for k, v in items],
-        )
-        self.db.commit()
+        with self._transaction():
+            self.db.executemany(
+                "INSERT OR REPLACE INTO emb VALUES (?, ?)",
+                [(k, np.asarray(v, dtype=np.float32).tobytes()) for k, v in items],
+            )
 
     def close(self) -> None:
         self.db.close()
