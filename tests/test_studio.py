@@ -646,3 +646,30 @@ def test_overlapping_gold_items_are_kept_with_a_warning_numbered_from_1(run_dir,
     art = post(client, article_id="a1", action="reject", items=[[1, 2]])["article"]  # the fix: no warning
     assert art["warnings"] == [] and [g["overlaps"] for g in art["gold"]] == [False, False]
     corpus.close()
+
+
+def test_an_action_the_disk_cannot_take_is_a_507_with_the_line_and_nothing_kept(
+    run_dir, tmp_path, monkeypatch
+):
+    """A full disk while the gold file is rebuilt: the page gets the one-line cause (HTTP 507), the journal and
+    the state are as before, and the same action, once there is space, is applied once."""
+    from multimsd.errors import MultimsdError
+
+    root, corpus, journal, client = studio(run_dir, tmp_path)
+    post(client, article_id="a1", action="accept", items=[[0, 0]])
+    journal_before = journal.path.read_bytes()
+
+    def full(path, *a, **k):
+        raise MultimsdError(f"no space left on device writing {path} (free space and run the same command)")
+
+    monkeypatch.setattr("multimsd.studio.journal.write_text_atomic", full)
+    r = client.post(
+        "/api/action", json={"lang": "en", "article_id": "a1", "action": "accept", "items": [[1, 1]]}
+    )
+    assert r.status_code == 507 and r.json()["error"].startswith("no space left on device writing ")
+    assert journal.path.read_bytes() == journal_before
+    art = client.get("/api/article", params={"lang": "en", "id": "a1"}).json()
+    assert [g["complex"] for g in art["gold"]] == [[0]]
+    monkeypatch.undo()
+    assert post(client, article_id="a1", action="accept", items=[[1, 1]])["seq"] == 2
+    corpus.close()

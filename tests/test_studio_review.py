@@ -329,3 +329,30 @@ def test_a_real_server_killed_with_sigkill_loses_no_acknowledged_rating(run_dir,
         assert status == 200
         outs = json.loads(body)["outputs"]
         assert outs[slot]["ratings"]["simplicity"] == value
+
+
+def test_a_rating_the_disk_cannot_take_is_a_507_and_taken_back_whole(run_dir, tmp_path, monkeypatch):  # noqa: F811
+    """The ratings file cannot be rebuilt (a full disk) after the journal append: HTTP 507 with the one-line
+    cause, the journal and the item's ratings as before; the same rating later is recorded once, seq 2."""
+    from multimsd.errors import MultimsdError
+
+    root, review, client = review_studio(run_dir, tmp_path)
+    rate(client, i=0, slot="A", blind=False, values={"fluency": 3})
+    journal = root / "studio" / "ratings-journal-ann.jsonl"
+    before, ratings_before = journal.read_bytes(), (root / "studio" / "ratings-ann.jsonl").read_bytes()
+
+    def full():
+        raise MultimsdError("no space left on device writing ratings-ann.jsonl (free space and run again)")
+
+    monkeypatch.setattr(review, "write_ratings", full)
+    r = client.post(
+        "/api/rate", json={"lang": "en", "i": 0, "slot": "B", "blind": False, "values": {"meaning": 2}}
+    )
+    assert r.status_code == 507 and r.json()["error"].startswith("no space left on device")
+    assert journal.read_bytes() == before
+    assert (root / "studio" / "ratings-ann.jsonl").read_bytes() == ratings_before
+    item = client.get("/api/review", params={"lang": "en", "i": 0, "blind": "false"}).json()
+    assert [o["ratings"]["meaning"] for o in item["outputs"]] == [None, None, None]
+    monkeypatch.undo()
+    r = rate(client, i=0, slot="B", blind=False, values={"meaning": 2})
+    assert r["seq"] == 2 and [json.loads(x)["seq"] for x in journal.read_text().splitlines()] == [1, 2]

@@ -195,7 +195,12 @@ def routes(studio: Studio) -> list[Route]:
                 rec = studio.journal.act(kind, art.lang, art.article_id, items, **extra)
                 return {"seq": rec["seq"], "article": article_view(studio, art)}
 
-        return JSONResponse(await run_in_threadpool(commit))
+        try:
+            return JSONResponse(await run_in_threadpool(commit))
+        except (
+            MultimsdError
+        ) as e:  # not written (a full disk): the journal took it back whole; the page says why
+            return JSONResponse({"error": str(e)}, 507)
 
     return [
         Route("/api/articles", articles),

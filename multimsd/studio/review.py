@@ -21,6 +21,7 @@ whose input or output no longer matches the run (the run was made again) stops t
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import random
@@ -316,11 +317,28 @@ class Review:
         }
         self.journal_path.parent.mkdir(parents=True, exist_ok=True)
         cut_torn_tail(self.journal_path, self._good)
-        append_durable(self.journal_path, rec)
-        self._good = self.journal_path.stat().st_size
-        self.records.append(rec)
-        self._apply(rec, str(self.journal_path))
-        self.write_ratings()
+        key, good, seq = (lang, i, system), self._good, self.seq - 1
+        before = dict(self.state[key]) if key in self.state else None
+        try:
+            append_durable(self.journal_path, rec)
+            self._good = self.journal_path.stat().st_size
+            self.records.append(rec)
+            self._apply(rec, str(self.journal_path))
+            self.write_ratings()
+        except Exception:
+            # Not written whole (a full disk: the ratings file could not follow the journal): the rating is
+            # taken back, from the journal and from memory, so the error the rater sees is the truth and the
+            # same key press, once there is space, records it once.
+            with contextlib.suppress(OSError):
+                cut_torn_tail(self.journal_path, good)
+            self._good, self.seq = good, seq
+            if self.records and self.records[-1] is rec:
+                self.records.pop()
+            if before is None:
+                self.state.pop(key, None)
+            else:
+                self.state[key] = before
+            raise
         return rec
 
     def rating_records(self) -> list[dict]:
@@ -406,7 +424,10 @@ def routes(review: Review) -> list[Route]:
                 rec = review.rate(lang, i, slot, blind, values)
                 return {"seq": rec["seq"], "item": review.view(lang, i, blind)}
 
-        return JSONResponse(await run_in_threadpool(commit))
+        try:
+            return JSONResponse(await run_in_threadpool(commit))
+        except MultimsdError as e:  # not written (a full disk): taken back whole; the rater reads why
+            return JSONResponse({"error": str(e)}, 507)
 
     return [Route("/api/review", get), Route("/api/rate", rate, methods=["POST"])]
 
