@@ -117,7 +117,7 @@ def write_corpus(path: Path, seed: int = 0) -> None:
 
 def start_studio(run_dir: Path, aligners: list[str]) -> tuple[subprocess.Popen, str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    cmd = [sys.executable, "-m", "multimsd.pipeline.cli", "studio", str(run_dir), "--port", "0"]
+    cmd = [sys.executable, "-m", "multimsd", "studio", str(run_dir), "--port", "0"]
     for a in aligners:
         cmd += ["--aligner", a]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)

@@ -167,7 +167,7 @@ def test_align_multirun_writes_one_directory_per_point(user):
 
 def test_run_cfg_composes_every_stage(user):
     work, env = user
-    out = sh(["multimsd", "run", "--cfg", "output.dir=myrun"], work, env).stdout
+    out = sh(["multimsd", "run", "--cfg", "job", "output.dir=myrun"], work, env).stdout
     assert "# stage align:" in out and "# stage evaluate:" in out and "# stage train/finetuned_theta4" in out
     assert not (work / "myrun").exists()  # --cfg runs nothing
 
@@ -213,6 +213,6 @@ def test_a_users_config_dir_composes_over_the_packaged_configs(user):
     ).stdout
     assert "seed: 7" in out and "threshold: 0.55" in out
     out = sh(
-        ["multimsd", "run", "--config-dir", str(mine), "experiment=my_pipeline", "--cfg"], work, env
+        ["multimsd", "run", "--config-dir", str(mine), "experiment=my_pipeline", "--cfg", "job"], work, env
     ).stdout
     assert "  dir: from_my_preset" in out and "experiment=my_run" in out
