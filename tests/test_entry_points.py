@@ -175,3 +175,15 @@ def test_run_multirun_is_one_line_naming_what_to_use_instead(flag, tmp_path, cap
     assert len(err) == 1 and err[0].startswith("error: multimsd run has no -m/--multirun"), err
     assert "sweep.parameter=KEY sweep.values=[…]" in err[0] and "seeds=[…]" in err[0]
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("command", ["run", "align", "train", "evaluate"])
+def test_help_prints_commands_that_work_where_multimsd_is_installed(command, capsys, monkeypatch):
+    # An installed wheel has no align.py / train.py / evaluate.py (tests/test_packaging.py checks the wheel).
+    try:
+        front_door(monkeypatch, command, "--help")
+    except SystemExit as e:  # Hydra's --help exits, 0
+        assert not e.code
+    out = capsys.readouterr().out
+    assert f"multimsd {command}" in out
+    assert not re.search(r"python (align|train|evaluate)\.py|launch train\.py", out), out

@@ -36,8 +36,8 @@ Run keys (conf/pipeline/run.yaml):
   systems.NAME.kind=train|icl|copy   the systems compared in the report (a new NAME adds one)
   systems.NAME.label=TEXT            its name in the report (default: what ran, e.g. "SmolLM2-135M-Instruct + LoRA, θ = 4")
   systems.NAME.enabled=false         leave a system of the defaults / a preset out
-  systems.NAME.train.KEY=VALUE       a train.py override of that system only
-  sweep.parameter=loss.theta sweep.values=[1,4]    one trained system per value, of any train.py key:
+  systems.NAME.train.KEY=VALUE       a `multimsd train` override of that system only
+  sweep.parameter=loss.theta sweep.values=[1,4]    one trained system per value, of any train key:
                                'sweep.values=[1.5,2.5]' -> finetuned_theta1p5, ...; sweep.parameter=optim.lr
                                'sweep.values=[1e-4,3e-4]' -> finetuned_lr1em4, ...; strings and booleans
                                too (sweep.parameter=optim.scheduler 'sweep.values=[linear,constant]')
@@ -57,7 +57,7 @@ Run keys (conf/pipeline/run.yaml):
                                validation and for test, each at most max_fraction of them (at least one),
                                drawn with seed (which also draws the max_pairs sample); the same rule and
                                keys as align.split.* (article ids) and train.data.split.*
-Stage keys, routed to that stage's own config (see python align.py/train.py/evaluate.py --help):
+Stage keys, routed to that stage's own config (multimsd align|train|evaluate --help lists them):
   align.KEY=VALUE   train.KEY=VALUE   evaluate.KEY=VALUE
 
 Examples:
@@ -66,6 +66,14 @@ Examples:
   multimsd run experiment=llama31_multi_weighted align.data.path=pairs.jsonl
   multimsd run experiment=weighted_loss pairs.path=corpus.tsv pairs.lang=es train.data.languages=[es]
   multimsd run train.model=tiny_llama train.debug=train_tiny align.debug=tiny
+
+Options (read as multimsd align|train|evaluate read theirs):
+  --cfg job      print the run's config and its plan (a `# stage NAME: OUT` line per stage); runs nothing
+  --cfg hydra    print the config Hydra composed for each stage, under its `# stage` line (a run has no
+                 Hydra launcher, sweeper or run directory: its stages run in this process)
+  --cfg all      both: the run's config, then each stage's;  --resolve resolves ${...} in them
+  -m             refused: a run sweeps itself (sweep.parameter=… sweep.values=[…], seeds=[…]);
+                 a Hydra multirun is a stage's (multimsd train -m loss.theta=1,4)
 Errors in the input print one line and exit with status 2.
 """
 
