@@ -1,7 +1,7 @@
 """What a run prints: the entry points' warning filters, and our own lines kept apart from progress bars.
 
 Nothing here acts on import. :func:`quiet_console` is called by the commands (``align.py`` / ``train.py`` /
-``evaluate.py``, ``multimsd …``, through :func:`multimsd.cli.run_stage`), never by the library, so code of
+``evaluate.py``, ``multimsd …``, through :func:`multimsd.commands.stage.run_stage`), never by the library, so code of
 your own that imports multimsd keeps every warning it would otherwise see.
 
 * Deprecation and future warnings raised inside the Hugging Face / torch stack (:data:`LIBRARY_MODULES`) are
