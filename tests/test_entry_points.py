@@ -27,11 +27,12 @@ def test_conf_dir_is_the_repositorys_conf_in_a_checkout():
     assert conf_dir() == ROOT / "conf"
 
 
-def test_every_command_reads_hydras_spellings():
+def test_every_command_reads_hydras_spellings(tmp_path):
     # One parser for run, align, train and evaluate: Hydra's (--config-dir DIR, --config-dir=DIR, -cd DIR).
-    for argv in (["a=1", "--config-dir", "d"], ["--config-dir=d", "a=1"], ["-cd", "d", "a=1"]):
+    d = str(tmp_path)
+    for argv in (["a=1", "--config-dir", d], [f"--config-dir={d}", "a=1"], ["-cd", d, "a=1"]):
         args = parse_command_line("run", argv)
-        assert (args.config_dir, args.overrides) == ("d", ["a=1"])
+        assert (args.config_dir, args.overrides) == (d, ["a=1"])
     args = parse_command_line("align", ["-c", "hydra", "--resolve", "-m", "x=1,2"])
     assert (args.cfg, args.resolve, args.multirun, args.overrides) == ("hydra", True, True, ["x=1,2"])
     assert parse_command_line("train", ["x=1"]).config_dir is None
@@ -155,6 +156,7 @@ def test_every_stage_command_reads_cfg_job_hydra_all(command, tmp_path, capsys, 
     [
         (["--cfg", "jobs"], "argument --cfg/-c: invalid choice: 'jobs' (choose from 'job', 'hydra', 'all')"),
         (["--config-dir"], "argument --config-dir/-cd: expected one argument"),
+        (["--config-dir", "no/such/dir"], "--config-dir no/such/dir: not a directory"),
     ],
 )
 def test_a_malformed_option_is_the_same_one_line_in_every_command(

@@ -77,8 +77,8 @@ def register_schemas() -> None:
 # ------------------------------------------------------------------------------------------- the command line
 def parse_command_line(command: str, argv: list[str]) -> argparse.Namespace:
     """``argv`` read by Hydra's own parser, as every stage command reads it (``--help``, ``--cfg job``, ``-m``,
-    ``--config-dir DIR``, overrides); a malformed option is one ``error:`` line naming the command, exit 2
-    (argparse would print its usage too)."""
+    ``--config-dir DIR``, overrides); a malformed option, or a ``--config-dir`` that is not a directory, is one
+    ``error:`` line naming the command, exit 2 (argparse would print its usage too)."""
     from hydra._internal.utils import get_args_parser
 
     parser = get_args_parser()
@@ -89,7 +89,10 @@ def parse_command_line(command: str, argv: list[str]) -> argparse.Namespace:
         sys.exit(2)
 
     parser.error = error  # type: ignore[method-assign]
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.config_dir is not None and not Path(args.config_dir).is_dir():
+        error(f"--config-dir {args.config_dir}: not a directory")
+    return args
 
 
 def check_command_line(config_name: str, argv: list[str]) -> None:

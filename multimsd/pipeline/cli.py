@@ -130,9 +130,7 @@ def run_config(overrides: list[str], user_dir: str | None) -> DictConfig:
     from multimsd.pipeline.config import SystemConfig  # (importing it registers the run's schema)
 
     own, staged, per_system = route(overrides)
-    if user_dir is not None:
-        if not Path(user_dir).is_dir():
-            raise MultimsdError(f"--config-dir {user_dir}: not a directory")
+    if user_dir is not None:  # a directory (parse_command_line checked it)
         own.append(f"config_dir={Path(user_dir).resolve()}")
     mine = [str(Path(user_dir) / "pipeline")] if user_dir and (Path(user_dir) / "pipeline").is_dir() else []
     cfg = compose("run", own, config_dir=conf_dir() / "pipeline", search=mine)
