@@ -1,7 +1,7 @@
 """What a run prints: the entry points' warning filters, and our own lines kept apart from progress bars.
 
 Nothing here acts on import. :func:`quiet_console` is called by the commands (``align.py`` / ``train.py`` /
-``evaluate.py``, ``multimsd …``, through :func:`multimsd.cli.run_stage`), never by the library, so code of
+``evaluate.py``, ``multimsd …``, through :func:`multimsd.commands.stage.run_stage`), never by the library, so code of
 your own that imports multimsd keeps every warning it would otherwise see.
 
 * Deprecation and future warnings raised inside the Hugging Face / torch stack (:data:`LIBRARY_MODULES`) are
@@ -22,7 +22,6 @@ your own that imports multimsd keeps every warning it would otherwise see.
 from __future__ import annotations
 
 import functools
-import importlib
 import logging
 import os
 import re
@@ -134,24 +133,23 @@ def progress_bar(
     return _Lines(iterable, desc, unit)
 
 
-LIBRARY_BARS = {
-    "HF_HUB_DISABLE_PROGRESS_BARS": ("huggingface_hub.utils", "disable_progress_bars"),  # transformers too
-    "HF_DATASETS_DISABLE_PROGRESS_BARS": ("datasets", "disable_progress_bars"),
-}
-"""The switches of the libraries' own progress bars: the environment variable each reads when imported, and
-the function that switches the bars off once it is (transformers follows huggingface_hub's)."""
-
-
 def library_bars_off() -> None:
     """Off a terminal, switch off the progress bars that transformers, datasets and huggingface_hub draw
-    themselves (loading weights, mapping a dataset, downloading); a library not imported yet is not imported
-    for it (its variable is set for when it is, also in the processes this one starts)."""
+    themselves (loading weights, mapping a dataset, downloading). Each library reads its variable when it is
+    imported (also in the processes this one starts); one imported already is switched off by its function.
+    A library not imported yet is not imported for it."""
     if bars_shown():
         return
-    for variable, (module, switch) in LIBRARY_BARS.items():
-        os.environ.setdefault(variable, "1")
-        if module.partition(".")[0] in sys.modules:
-            getattr(importlib.import_module(module), switch)()
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # transformers follows huggingface_hub's
+    os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
+    if "huggingface_hub" in sys.modules:
+        from huggingface_hub.utils import disable_progress_bars
+
+        disable_progress_bars()
+    if "datasets" in sys.modules:
+        import datasets
+
+        datasets.disable_progress_bars()
     hf_logging = sys.modules.get("transformers.utils.logging")
     if hf_logging is not None:
         hf_logging.disable_progress_bar()

@@ -4,7 +4,7 @@ Every command (``align.py``, ``train.py``, ``evaluate.py``, ``multimsd …``) ru
 the main thread of the process, SIGINT and SIGTERM then raise :class:`Interrupted` (a ``KeyboardInterrupt``) where
 the program is, so one path handles both. The work in flight is dropped as the exception unwinds; every output
 is written aside and renamed into place (:mod:`multimsd.fsutil`, the training checkpoints), so what unwinding
-removes is only temporary. :func:`multimsd.cli.run_stage` and :func:`guard` turn it into one line on stderr
+removes is only temporary. :func:`multimsd.commands.stage.run_stage` and :func:`guard` turn it into one line on stderr
 (printed by the main process of a multi-process launch only), no traceback, and exit status 128 + the signal
 (130 for SIGINT, 143 for SIGTERM)::
 

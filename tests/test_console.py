@@ -68,8 +68,8 @@ def test_importing_multimsd_leaves_library_warnings_alone(repo_root):
     warnings of transformers & co.: only running a command filters them."""
     code = (
         "import warnings\n"
-        "import multimsd, multimsd.cli, multimsd.console, multimsd.align, multimsd.train, multimsd.evaluate\n"
-        "import multimsd.pipeline.cli, multimsd.training.loop, multimsd.alignment.stage\n"
+        "import multimsd, multimsd.commands.stage, multimsd.console, multimsd.align, multimsd.train, multimsd.evaluate\n"
+        "import multimsd.main, multimsd.pipeline.cli, multimsd.training.loop, multimsd.alignment.stage\n"
         "with warnings.catch_warnings(record=True) as seen:\n"
         "    exec(compile('import warnings; warnings.warn(\"x\", FutureWarning)', 'm.py', 'exec'),\n"
         "         {'__name__': 'transformers.modeling_utils'})\n"

@@ -158,7 +158,7 @@ import sys
 import time
 from pathlib import Path
 import torch
-from multimsd.cli import run_stage
+from multimsd.commands.stage import run_stage
 from multimsd.fsutil import atomic_directory
 
 def save(_cfg):
@@ -397,7 +397,7 @@ def multimsd_run(run_dir: Path, cache: Path) -> list[str]:
     return [
         sys.executable,
         "-m",
-        "multimsd.pipeline.cli",
+        "multimsd",
         "run",
         *RUN,
         f"output.dir={run_dir}",

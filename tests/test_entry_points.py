@@ -3,18 +3,21 @@ wheel is tested by tests/test_packaging.py)."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from multimsd.commands.compose import parse_command_line
 from multimsd.paths import conf_dir
-from multimsd.pipeline.cli import config_dir_option
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def multimsd(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    code = "import sys; from multimsd.pipeline.cli import main; main(sys.argv[1:])"
+    code = "import sys; from multimsd.main import main; main(sys.argv[1:])"
     return subprocess.run(
         [sys.executable, "-c", code, *args], cwd=cwd, capture_output=True, text=True, timeout=300
     )
@@ -24,11 +27,15 @@ def test_conf_dir_is_the_repositorys_conf_in_a_checkout():
     assert conf_dir() == ROOT / "conf"
 
 
-def test_config_dir_option_spellings():
-    assert config_dir_option(["a=1", "--config-dir", "d", "b=2"]) == ("d", ["a=1", "b=2"])
-    assert config_dir_option(["--config-dir=d"]) == ("d", [])
-    assert config_dir_option(["-cd", "d", "x=1"]) == ("d", ["x=1"])
-    assert config_dir_option(["x=1"]) == (None, ["x=1"])
+def test_every_command_reads_hydras_spellings(tmp_path):
+    # One parser for run, align, train and evaluate: Hydra's (--config-dir DIR, --config-dir=DIR, -cd DIR).
+    d = str(tmp_path)
+    for argv in (["a=1", "--config-dir", d], [f"--config-dir={d}", "a=1"], ["-cd", d, "a=1"]):
+        args = parse_command_line("run", argv)
+        assert (args.config_dir, args.overrides) == (d, ["a=1"])
+    args = parse_command_line("align", ["-c", "hydra", "--resolve", "-m", "x=1,2"])
+    assert (args.cfg, args.resolve, args.multirun, args.overrides) == ("hydra", True, True, ["x=1,2"])
+    assert parse_command_line("train", ["x=1"]).config_dir is None
 
 
 def test_commands_and_an_unknown_one(tmp_path):
@@ -62,11 +69,11 @@ def test_run_config_dir_reaches_the_run_and_every_stage(tmp_path):
     trained = [s for s in plan(cfg, tmp_path / "run") if s.kind == "train"]
     assert trained and all(s.config.optim.lr == 0.0042 for s in trained)
     # without the directory the preset is unknown: one line, exit 2
-    out = multimsd("run", "experiment=mine", "--cfg", cwd=tmp_path)
+    out = multimsd("run", "experiment=mine", "--cfg", "job", cwd=tmp_path)
     assert out.returncode == 2 and "mine" in out.stderr and out.stderr.count("\n") == 1
-    out = multimsd("run", "--config-dir", str(mine), "experiment=mine", "--cfg", cwd=tmp_path)
+    out = multimsd("run", "--config-dir", str(mine), "experiment=mine", "--cfg", "job", cwd=tmp_path)
     assert out.returncode == 0 and "dir: from_my_preset" in out.stdout
-    out = multimsd("run", "--config-dir", str(tmp_path / "nowhere"), "--cfg", cwd=tmp_path)
+    out = multimsd("run", "--config-dir", str(tmp_path / "nowhere"), "--cfg", "job", cwd=tmp_path)
     assert out.returncode == 2 and "nowhere" in out.stderr
 
 
@@ -97,3 +104,88 @@ def test_a_bad_value_is_not_mistaken_for_another_aligners_option(tmp_path):
     assert out.returncode == 2 and "is an option of aligner=classifier: add aligner=classifier" in out.stderr
     out = multimsd("train", "model.lstm.hidden_size=8", cwd=tmp_path)
     assert out.returncode == 2 and "is an option of model=" in out.stderr
+
+
+# ------------------------------------------------------------------------------------------- one command line
+def front_door(monkeypatch, *args: str) -> None:
+    """``multimsd ARGS`` in this process (a stage command hands sys.argv to Hydra: restored afterwards)."""
+    from multimsd.main import main
+
+    monkeypatch.setattr(sys, "argv", ["multimsd"])
+    main(list(args))
+
+
+def stage_headers(out: str) -> list[str]:
+    return re.findall(r"^# stage (\S+): \S+$", out, re.M)
+
+
+@pytest.mark.parametrize(
+    "what, run_config, stage_configs", [("job", True, False), ("hydra", False, True), ("all", True, True)]
+)
+def test_run_cfg_job_hydra_all(what, run_config, stage_configs, tmp_path, capsys, monkeypatch):
+    # job: the run's config and its plan; hydra: the config Hydra composed for each stage; all: both.
+    front_door(monkeypatch, "run", "debug=tiny", f"output.dir={tmp_path / 'r'}", "--cfg", what)
+    out = capsys.readouterr().out
+    assert stage_headers(out) == [
+        "align",
+        "train/zero_shot",
+        "train/finetuned_theta1",
+        "train/finetuned_theta4",
+        "evaluate",
+    ]
+    assert bool(re.search(r"^sweep:", out, re.M)) == run_config  # a key of the run's config only
+    assert len(re.findall(r"^embedder:", out, re.M)) == int(stage_configs)  # of align's config only
+    assert bool(re.search(r"^# stage align: \S+\nmode: align$", out, re.M)) == stage_configs
+    assert not (tmp_path / "r").exists()  # --cfg runs nothing
+
+
+@pytest.mark.parametrize("command", ["align", "train", "evaluate"])
+def test_every_stage_command_reads_cfg_job_hydra_all(command, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for what in ("job", "hydra", "all"):
+        front_door(monkeypatch, command, "--cfg", what)
+        out = capsys.readouterr().out
+        assert bool(re.search(r"^hydra:", out, re.M)) == (what != "job"), what
+        assert bool(re.search(r"^plugins: \[\]$", out, re.M)) == (what != "hydra"), what
+    assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("command", ["run", "align", "train", "evaluate"])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--cfg", "jobs"], "argument --cfg/-c: invalid choice: 'jobs' (choose from 'job', 'hydra', 'all')"),
+        (["--config-dir"], "argument --config-dir/-cd: expected one argument"),
+        (["--config-dir", "no/such/dir"], "--config-dir no/such/dir: not a directory"),
+    ],
+)
+def test_a_malformed_option_is_the_same_one_line_in_every_command(
+    command, args, message, capsys, monkeypatch
+):
+    with pytest.raises(SystemExit) as e:
+        front_door(monkeypatch, command, *args)
+    assert e.value.code == 2
+    assert capsys.readouterr().err == f"error: multimsd {command}: {message}\n"
+
+
+@pytest.mark.parametrize("flag", ["-m", "--multirun"])
+def test_run_multirun_is_one_line_naming_what_to_use_instead(flag, tmp_path, capsys, monkeypatch):
+    with pytest.raises(SystemExit) as e:
+        front_door(monkeypatch, "run", flag, "debug=tiny", "train.loss.theta=1,4", f"output.dir={tmp_path}/r")
+    assert e.value.code == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("error: multimsd run has no -m/--multirun"), err
+    assert "sweep.parameter=KEY sweep.values=[…]" in err[0] and "seeds=[…]" in err[0]
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("command", ["run", "align", "train", "evaluate"])
+def test_help_prints_commands_that_work_where_multimsd_is_installed(command, capsys, monkeypatch):
+    # An installed wheel has no align.py / train.py / evaluate.py (tests/test_packaging.py checks the wheel).
+    try:
+        front_door(monkeypatch, command, "--help")
+    except SystemExit as e:  # Hydra's --help exits, 0
+        assert not e.code
+    out = capsys.readouterr().out
+    assert f"multimsd {command}" in out
+    assert not re.search(r"python (align|train|evaluate)\.py|launch train\.py", out), out

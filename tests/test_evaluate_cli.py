@@ -243,8 +243,8 @@ def test_cli_typo_fails_at_start_up(files, repo_root):
 def test_help_from_repo_root(repo_root):
     proc = cli(repo_root, "--help")
     assert proc.returncode == 0, proc.stderr
-    assert "evaluate.py — score text simplification systems" in proc.stdout
-    assert "python evaluate.py systems.mbart=" in proc.stdout and "select_by" in proc.stdout
+    assert "multimsd evaluate — score text simplification systems" in proc.stdout
+    assert "multimsd evaluate systems.mbart=" in proc.stdout and "select_by" in proc.stdout
 
 
 CLASH = r"""
@@ -349,7 +349,7 @@ def test_formats_multi_refs_and_pooling_with_one_tokenizer(tmp_path):
         ("tokenizer_lang", r"tokenizer\.xx: unknown language"),
         ("baseline", r"unknown baseline"),
         ("select_by", r"select_by='mean\(sari,foo\)'"),
-        ("default_refs", r"run `python align\.py` first"),
+        ("default_refs", r"run `multimsd align` first"),
     ],
 )
 def test_bad_input_is_one_line_and_writes_nothing(tmp_path, monkeypatch, what, message):

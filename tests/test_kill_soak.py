@@ -27,7 +27,7 @@ KILLS = 6  # SIGKILL, SIGTERM, SIGKILL, ...
 
 
 def command(run_dir: Path) -> list[str]:
-    return [sys.executable, "-m", "multimsd.pipeline.cli", "run", *TINY, f"output.dir={run_dir}"]
+    return [sys.executable, "-m", "multimsd", "run", *TINY, f"output.dir={run_dir}"]
 
 
 def stage_seconds_left(run_dir: Path, ref: Path) -> float:

@@ -222,7 +222,7 @@ def test_cli_gold_lexical(tmp_path, python, repo_root):
 def test_bad_score_name_is_one_error_line(tmp_path, capsys):
     """The CLI contract (one ``error:`` line, exit status 2, no output), run in-process."""
     from multimsd.alignment.stage import run
-    from multimsd.cli import run_stage
+    from multimsd.commands.stage import run_stage
 
     out = tmp_path / "aligned"
     cfg = {

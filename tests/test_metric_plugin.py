@@ -364,7 +364,7 @@ def test_plugin_metric_in_the_run_report(tmp_path, repo_root):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plugins), str(repo_root)])}
     proc = subprocess.run(
         [
-            sys.executable, "-m", "multimsd.pipeline.cli", "run", "debug=tiny", f"dir={run_dir}",
+            sys.executable, "-m", "multimsd", "run", "debug=tiny", f"dir={run_dir}",
             "plugins=[toy_metric]",
             "evaluate.metrics.include=[sari,bleu,fkgl,toylen,toydot]",
             "evaluate.bootstrap.metrics=[sari,bleu,fkgl,toylen]",

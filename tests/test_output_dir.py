@@ -36,7 +36,7 @@ def notes(proc: subprocess.CompletedProcess) -> list[str]:
 def multimsd_run(repo_root, *args: str) -> subprocess.CompletedProcess:
     """``multimsd run …`` from the checkout."""
     return subprocess.run(
-        [sys.executable, "-m", "multimsd.pipeline.cli", "run", *args],
+        [sys.executable, "-m", "multimsd", "run", *args],
         cwd=repo_root,
         capture_output=True,
         text=True,
@@ -109,7 +109,7 @@ def test_evaluate_writes_to_output_dir(tmp_path, python, repo_root, refs):
 
 def test_run_places_every_stage_under_output_dir_and_the_old_key_still_works(tmp_path, repo_root):
     run_dir = tmp_path / "r"
-    new = multimsd_run(repo_root, "debug=tiny", f"output.dir={run_dir}", "--cfg")
+    new = multimsd_run(repo_root, "debug=tiny", f"output.dir={run_dir}", "--cfg", "job")
     assert new.returncode == 0, new.stderr[-3000:]
     assert not notes(new)
     stages = stage_lines(new)
@@ -121,7 +121,7 @@ def test_run_places_every_stage_under_output_dir_and_the_old_key_still_works(tmp
         "evaluate",
     }
     assert all(where.startswith(str(run_dir) + "/") for where in stages.values()), stages
-    old = multimsd_run(repo_root, "debug=tiny", f"dir={run_dir}", "--cfg")
+    old = multimsd_run(repo_root, "debug=tiny", f"dir={run_dir}", "--cfg", "job")
     assert old.returncode == 0, old.stderr[-3000:]
     assert notes(old) == [NOTE["run"]]
     assert stage_lines(old) == stages

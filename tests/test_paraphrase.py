@@ -270,7 +270,7 @@ def test_cli_missing_train_file(tmp_path, python, repo_root):
 def test_bad_input_is_one_error_line(case, tmp_path, toy_tsv, capsys):
     """The CLI contract (one ``error:`` line, exit status 2, nothing left behind), run in-process."""
     from multimsd.alignment.stage import run
-    from multimsd.cli import run_stage
+    from multimsd.commands.stage import run_stage
 
     out = tmp_path / "model"
     para = {"train_path": str(toy_tsv), "output_dir": str(out), **TINY}

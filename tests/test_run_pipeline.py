@@ -22,7 +22,7 @@ TINY = ["debug=tiny", "train.optim.max_steps=6", "train.checkpoint_every=2"]
 
 
 def cmd(run_dir: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "multimsd.pipeline.cli", "run", *TINY, f"dir={run_dir}", *extra]
+    return [sys.executable, "-m", "multimsd", "run", *TINY, f"dir={run_dir}", *extra]
 
 
 def multimsd(run_dir: Path, *extra: str, timeout: int = 600) -> subprocess.CompletedProcess:
@@ -260,7 +260,7 @@ def test_bad_input_fails_in_one_line_before_any_work(tmp_path):
     for what, (extra, message) in cases.items():
         d = tmp_path / "run"
         # (output.dir, not the deprecated dir=, whose note would be a second line; tests/test_output_dir.py)
-        args = [sys.executable, "-m", "multimsd.pipeline.cli", "run", "debug=tiny", f"output.dir={d}", *extra]
+        args = [sys.executable, "-m", "multimsd", "run", "debug=tiny", f"output.dir={d}", *extra]
         t0 = time.time()
         proc = subprocess.run(args, capture_output=True, text=True, timeout=120)
         lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
@@ -273,7 +273,7 @@ def test_bad_input_fails_in_one_line_before_any_work(tmp_path):
     other.mkdir()
     (other / "thesis.tex").write_text("x")
     proc = subprocess.run(
-        [sys.executable, "-m", "multimsd.pipeline.cli", "run", "debug=tiny", f"output.dir={other}"],
+        [sys.executable, "-m", "multimsd", "run", "debug=tiny", f"output.dir={other}"],
         capture_output=True,
         text=True,
         timeout=120,
@@ -305,12 +305,12 @@ def test_paper_presets_compose_every_stage(experiment, systems, tmp_path):
         [
             sys.executable,
             "-m",
-            "multimsd.pipeline.cli",
+            "multimsd",
             "run",
             f"experiment={experiment}",
             f"dir={tmp_path / 'r'}",
         ]
-        + ["align.data=jsonl", "align.data.path=pairs.jsonl", "--cfg"],
+        + ["align.data=jsonl", "align.data.path=pairs.jsonl", "--cfg", "job"],
         capture_output=True,
         text=True,
         timeout=120,

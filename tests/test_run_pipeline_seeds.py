@@ -31,7 +31,7 @@ def multimsd(run_dir: Path, *extra: str) -> subprocess.CompletedProcess:
     args = [
         sys.executable,
         "-m",
-        "multimsd.pipeline.cli",
+        "multimsd",
         "run",
         "debug=tiny",
         f"output.dir={run_dir}",

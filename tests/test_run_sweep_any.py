@@ -278,7 +278,7 @@ def test_report_of_a_run_json_without_records():
 
 # ------------------------------------------------------------------------------------------- end to end
 def multimsd(run_dir: Path, *extra: str) -> subprocess.CompletedProcess:
-    args = [sys.executable, "-m", "multimsd.pipeline.cli", "run", "debug=tiny", f"output.dir={run_dir}"]
+    args = [sys.executable, "-m", "multimsd", "run", "debug=tiny", f"output.dir={run_dir}"]
     # no 0-shot system: it plays no part in a sweep, and each run takes seconds less
     args += ["systems.zero_shot.enabled=false", *extra]
     return subprocess.run(args, capture_output=True, text=True, timeout=600)

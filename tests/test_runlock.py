@@ -67,7 +67,7 @@ def snapshot(root: Path) -> dict:
 
 def multimsd(*args: str, timeout: int = 300) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "multimsd.pipeline.cli", *args],
+        [sys.executable, "-m", "multimsd", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -221,7 +221,7 @@ def test_two_real_runs_at_once_the_second_is_refused_and_the_first_finishes(tmp_
     d = tmp_path / "run"
     args = ["run", "debug=tiny", f"output.dir={d}"]
     first = subprocess.Popen(
-        [sys.executable, "-m", "multimsd.pipeline.cli", *args],
+        [sys.executable, "-m", "multimsd", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -229,12 +229,12 @@ def test_a_bad_setting_is_one_error_naming_its_key_on_every_path(tmp_path, field
     ],
 )
 def test_multimsd_run_refuses_a_bad_split_before_any_work(tmp_path, capsys, args, message):
-    from multimsd.pipeline.cli import main
+    from multimsd.main import main
 
     corpus = write_jsonl(tmp_path / "pairs.jsonl", pair_records())
     source = [f"pairs.path={corpus}"] if args[0].startswith("pairs.") else []
     with pytest.raises(SystemExit) as e:
-        main(["run", f"dir={tmp_path / 'run'}", *source, *args])
+        main(["run", f"output.dir={tmp_path / 'run'}", *source, *args])
     assert e.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"error: {message}"), err

@@ -365,7 +365,7 @@ def test_a_real_server_killed_with_sigkill_loses_no_acknowledged_action(run_dir,
 
 
 def test_the_multimsd_command_lists_studio(capsys):
-    from multimsd.pipeline.cli import main
+    from multimsd.main import main
 
     main(["--help"])
     assert "studio" in capsys.readouterr().out
@@ -443,7 +443,7 @@ def test_one_studio_per_annotator_and_other_annotators_side_by_side(run_dir, tmp
         assert r.status == 200
     studio_files = {p.name: p.stat().st_mtime_ns for p in (root / "studio").iterdir()}
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    cmd = [sys.executable, "-m", "multimsd.pipeline.cli", "studio", str(root), "--port", "0"]
+    cmd = [sys.executable, "-m", "multimsd", "studio", str(root), "--port", "0"]
     second = subprocess.run(
         [*cmd, "--annotator", "twin"], capture_output=True, text=True, env=env, timeout=240
     )

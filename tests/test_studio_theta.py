@@ -150,7 +150,7 @@ def test_theta_view_equals_the_real_align_gold_mode(theta_run, tmp_path, monkeyp
 
 
 def test_the_override_re_aligns_the_run_with_the_picked_theta(theta_run, tmp_path):
-    from multimsd.pipeline.compose import compose
+    from multimsd.commands.compose import compose
 
     root, corpus, _, client = studio(theta_run, tmp_path)
     annotate(client)

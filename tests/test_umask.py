@@ -68,7 +68,7 @@ def test_a_run_directory_follows_the_umask(tmp_path, repo_root):
     """``multimsd run debug=tiny`` under umask 027: every file group-readable and nothing world-readable, every
     directory group-searchable; the report, results and stage outputs included (they were 0600 / 0700)."""
     run = tmp_path / "run"
-    code = "import sys; from multimsd.pipeline.cli import main; main(sys.argv[1:])"
+    code = "import sys; from multimsd.main import main; main(sys.argv[1:])"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
     proc = subprocess.run(
         [

@@ -194,7 +194,7 @@ def test_theta_is_selected_on_validation_not_test(tmp_path):
 # ---------------------------------------------------------------------------------------------- end to end
 def run_cli(*args: str, timeout: int = 900) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "multimsd.pipeline.cli", "run", *args],
+        [sys.executable, "-m", "multimsd", "run", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -279,7 +279,7 @@ def test_preset_composes_every_stage(tmp_path):
     tsv = write_corpus(tmp_path / "c.tsv")
     keep = ("experiment", "dir", "pairs.", "train.data")
     args = [a for a in corpus_args(tsv, tmp_path / "r") if a.startswith(keep)]
-    proc = run_cli(*args, "--cfg", timeout=120)
+    proc = run_cli(*args, "--cfg", "job", timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     stages = [ln.split()[2].rstrip(":") for ln in proc.stdout.splitlines() if ln.startswith("# stage ")]
     thetas = [f"train/finetuned_theta{t}" for t in (1, 2, 4, 8)]

@@ -90,7 +90,7 @@ def check_config(cfg: AlignConfig) -> None:
         raise MultimsdError("output.push_to_hub=true needs output.hub_repo_id=<user>/<name>")
     if cfg.mode != "align" and int(os.environ.get("WORLD_SIZE", "1")) > 1:
         # Only align mode shards its work; N processes of another mode would each write the same outputs.
-        raise MultimsdError(f"mode={cfg.mode} runs in one process: start it with `python align.py`")
+        raise MultimsdError(f"mode={cfg.mode} runs in one process: start it with `multimsd align`")
 
 
 # ---------------------------------------------------------------------------------------------- the stage

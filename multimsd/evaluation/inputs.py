@@ -110,7 +110,7 @@ def default_refs_path() -> Path:
         return Path(str(cfg.output.dir))
     except Exception as e:
         raise MultimsdError(
-            f"refs.path is not set and align.py's default output directory cannot be determined "
+            f"refs.path is not set and multimsd align's default output directory cannot be determined "
             f"({type(e).__name__}); pass refs.path=<aligned dataset dir or JSONL>"
         ) from None
 
@@ -136,9 +136,9 @@ def load_references(cfg: EvaluateConfig) -> ReferenceSet:
         p = default_refs_path()
         if not p.exists():
             raise MultimsdError(
-                f"no reference set: refs.path is not set and align.py's default output {p.resolve()} does not "
+                f"no reference set: refs.path is not set and multimsd align's default output {p.resolve()} does not "
                 "exist; "
-                "run `python align.py` first, or pass refs.path=<aligned dataset dir or JSONL>"
+                "run `multimsd align` first, or pass refs.path=<aligned dataset dir or JSONL>"
             )
     if p.is_dir():
         ds = load_saved_split(p, r.split, "; set refs.split")

@@ -1,12 +1,13 @@
-"""The ``multimsd`` console command: ``multimsd run [overrides]`` (the whole pipeline) and the stages on their
-own, ``multimsd align|train|evaluate [hydra overrides]`` (the same Hydra commands as the checkout's
-``align.py`` / ``train.py`` / ``evaluate.py``: ``--help``, ``--cfg job``, ``-m`` multirun, launchers,
-``--config-dir``).
+"""``multimsd run [overrides]``: the whole pipeline in one command (:mod:`multimsd.pipeline.run`).
 
-Overrides of ``multimsd run`` are Hydra's ``key=value``. The run's own keys (``conf/pipeline/run.yaml``:
-``output.dir``, ``systems``, ``sweep``, ``experiment=…``, ``debug=…``) go to the run; ``align.<key>=…``, ``train.<key>=…`` and
-``evaluate.<key>=…`` go to that stage's config (``align.aligner.threshold=0.6``, ``train.optim.epochs=5``,
-``+train.foo=1``, ``~evaluate.systems.identity``), after the run's own lists for that stage.
+Its command line is read as the stage commands read theirs (Hydra's parser:
+:func:`multimsd.commands.compose.parse_command_line`): ``--help``, ``--cfg job|hydra|all`` (with
+``--resolve``), ``--config-dir DIR`` and ``key=value``. Overrides are Hydra's ``key=value``. The run's own keys
+(``conf/pipeline/run.yaml``: ``output.dir``, ``systems``, ``sweep``, ``experiment=…``, ``debug=…``) go to the
+run; ``align.<key>=…``, ``train.<key>=…`` and ``evaluate.<key>=…`` go to that stage's config
+(``align.aligner.threshold=0.6``, ``train.optim.epochs=5``, ``+train.foo=1``, ``~evaluate.systems.identity``),
+after the run's own lists for that stage. ``-m`` is refused with what to use instead: a run sweeps itself
+(``sweep.*``, ``seeds``).
 """
 
 from __future__ import annotations
@@ -16,20 +17,10 @@ import re
 import sys
 from pathlib import Path
 
-COMMANDS = """\
-usage: multimsd COMMAND [--help] [key=value ...]
-
-Commands:
-  run        the whole pipeline: align -> (gold) -> train / prompt every system -> evaluate -> report
-  align      article pairs -> aligned sentence pairs (a DatasetDict); gold mode tunes θ
-  train      fine-tune / prompt a simplification model (on several GPUs: accelerate launch -m multimsd.train)
-  evaluate   SARI, BLEU, TER, chrF, METEOR, FKGL, medical terms, bootstrap intervals
-  studio     a local web app: look at a run's alignments and write gold alignments (multimsd studio PATH)
-Each stage takes Hydra overrides (key=value); `multimsd COMMAND --help` lists its keys.
-"""
+from omegaconf import DictConfig
 
 USAGE = """\
-usage: multimsd run [--help] [--cfg] [--config-dir DIR] [key=value ...]
+usage: multimsd run [--help] [--cfg job|hydra|all [--resolve]] [--config-dir DIR] [key=value ...]
 
 Runs align -> (gold) -> train / prompt every system -> evaluate -> report into one run directory
 (default outputs/run). With no overrides: the bundled sample, offline models, 2 CPU cores.
@@ -46,8 +37,8 @@ Run keys (conf/pipeline/run.yaml):
   systems.NAME.kind=train|icl|copy   the systems compared in the report (a new NAME adds one)
   systems.NAME.label=TEXT            its name in the report (default: what ran, e.g. "SmolLM2-135M-Instruct + LoRA, θ = 4")
   systems.NAME.enabled=false         leave a system of the defaults / a preset out
-  systems.NAME.train.KEY=VALUE       a train.py override of that system only
-  sweep.parameter=loss.theta sweep.values=[1,4]    one trained system per value, of any train.py key:
+  systems.NAME.train.KEY=VALUE       a `multimsd train` override of that system only
+  sweep.parameter=loss.theta sweep.values=[1,4]    one trained system per value, of any train key:
                                'sweep.values=[1.5,2.5]' -> finetuned_theta1p5, ...; sweep.parameter=optim.lr
                                'sweep.values=[1e-4,3e-4]' -> finetuned_lr1em4, ...; strings and booleans
                                too (sweep.parameter=optim.scheduler 'sweep.values=[linear,constant]')
@@ -67,7 +58,7 @@ Run keys (conf/pipeline/run.yaml):
                                validation and for test, each at most max_fraction of them (at least one),
                                drawn with seed (which also draws the max_pairs sample); the same rule and
                                keys as align.split.* (article ids) and train.data.split.*
-Stage keys, routed to that stage's own config (see python align.py/train.py/evaluate.py --help):
+Stage keys, routed to that stage's own config (multimsd align|train|evaluate --help lists them):
   align.KEY=VALUE   train.KEY=VALUE   evaluate.KEY=VALUE
 
 Examples:
@@ -76,6 +67,14 @@ Examples:
   multimsd run experiment=llama31_multi_weighted align.data.path=pairs.jsonl
   multimsd run experiment=weighted_loss pairs.path=corpus.tsv pairs.lang=es train.data.languages=[es]
   multimsd run train.model=tiny_llama train.debug=train_tiny align.debug=tiny
+
+Options (read as multimsd align|train|evaluate read theirs):
+  --cfg job      print the run's config and its plan (a `# stage NAME: OUT` line per stage); runs nothing
+  --cfg hydra    print the config Hydra composed for each stage, under its `# stage` line (a run has no
+                 Hydra launcher, sweeper or run directory: its stages run in this process)
+  --cfg all      both: the run's config, then each stage's;  --resolve resolves ${...} in them
+  -m             refused: a run sweeps itself (sweep.parameter=… sweep.values=[…], seeds=[…]);
+                 a Hydra multirun is a stage's (multimsd train -m loss.theta=1,4)
 Errors in the input print one line and exit with status 2.
 """
 
@@ -103,79 +102,81 @@ def route(overrides: list[str]) -> tuple[list[str], dict[str, list[str]], dict[s
     return own, staged, per_system
 
 
-STAGE_COMMANDS = ("align", "train", "evaluate")
+# Hydra's options that a run has no use for (it composes configs, it is not launched by Hydra): the stage
+# commands take them.
+STAGE_ONLY = {
+    "hydra_help": "--hydra-help",
+    "info": "--info",
+    "shell_completion": "--shell-completion",
+    "config_path": "--config-path",
+    "config_name": "--config-name",
+    "package": "--package",
+    "experimental_rerun": "--experimental-rerun",
+}
+MULTIRUN = (
+    "multimsd run has no -m/--multirun: a run sweeps itself, sweep.parameter=KEY sweep.values=[…] (one trained "
+    "system per value) or seeds=[…] (each trained system once per seed); a Hydra multirun is a stage's "
+    "(multimsd train -m …)"
+)
 
 
-def config_dir_option(args: list[str]) -> tuple[str | None, list[str]]:
-    """``--config-dir DIR`` / ``--config-dir=DIR`` / ``-cd DIR`` (Hydra's spelling) taken out of ``args``."""
-    rest: list[str] = []
-    found: str | None = None
-    it = iter(args)
-    for a in it:
-        if a in ("--config-dir", "-cd"):
-            found = next(it, None)
-            if found is None:
-                print("error: --config-dir needs a directory", file=sys.stderr)
-                sys.exit(2)
-        elif a.startswith("--config-dir="):
-            found = a.split("=", 1)[1]
-        else:
-            rest.append(a)
-    return found, rest
-
-
-def check_command_line(config_name: str, argv: list[str]) -> None:
-    """Compose the stage's config from ``argv`` as the command will, before Hydra runs it: a key outside the
-    schema (with or without ``+``), a value of the wrong type or an unknown preset is one ``error:`` line naming
-    it, and exit status 2, before anything is written. A sweep (``-m a=1,2``) is checked with its first
-    value; ``hydra.*`` settings and ``--help`` are left to Hydra."""
-    from hydra._internal.utils import get_args_parser
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
+def run_config(overrides: list[str], user_dir: str | None) -> DictConfig:
+    """The run's config from its command line: its own keys composed by Hydra (packaged presets, then the
+    user's ``DIR/pipeline``), the stages' overrides appended to its lists, the systems' fields set; the
+    plugins it names imported."""
+    from multimsd.commands.compose import compose
+    from multimsd.commands.plugins import load_plugins
     from multimsd.errors import MultimsdError
-    from multimsd.pipeline.run import compose
+    from multimsd.paths import conf_dir
+    from multimsd.pipeline.config import SystemConfig  # (importing it registers the run's schema)
 
-    args, _ = get_args_parser().parse_known_args(argv)
-    if (
-        args.help
-        or args.hydra_help
-        or args.info
-        or args.shell_completion
-        or args.config_name
-        or args.config_path
-    ):
-        return
-    overrides: list[str] = []
-    try:
-        for o in OverridesParser.create().parse_overrides(list(args.overrides)):
-            if o.key_or_group.split("/")[0].split(".")[0] == "hydra" and o.key_or_group != "hydra.searchpath":
-                continue  # Hydra's own settings (launcher, sweeper, run dir): Hydra checks them
-            if o.is_sweep_override():
-                first = next(iter(o.sweep_string_iterator()), None)
-                if first is None:
-                    continue
-                overrides.append(f"{o.get_key_element()}={first}")
-            else:
-                overrides.append(o.input_line)
-        compose(config_name, overrides, search=[args.config_dir] if args.config_dir else [])
-    except MultimsdError as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
-    except Exception as e:  # a malformed override: Hydra's parser message, first line
-        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        print(f"error: {config_name} command line: {first}", file=sys.stderr)
-        sys.exit(2)
+    own, staged, per_system = route(overrides)
+    if user_dir is not None:  # a directory (parse_command_line checked it)
+        own.append(f"config_dir={Path(user_dir).resolve()}")
+    mine = [str(Path(user_dir) / "pipeline")] if user_dir and (Path(user_dir) / "pipeline").is_dir() else []
+    cfg = compose("run", own, config_dir=conf_dir() / "pipeline", search=mine)
+    for stage, extra in staged.items():
+        cfg[stage] = [*cfg[stage], *extra]
+    for name, fields in per_system.items():
+        if name not in cfg.systems:
+            if "kind" not in fields:
+                known = ", ".join(cfg.systems)
+                raise MultimsdError(
+                    f"systems.{name}: no such system in this run ({known}); "
+                    f"a new one needs systems.{name}.kind=train|icl|copy"
+                )
+            cfg.systems[name] = SystemConfig()
+        for field, value in fields.items():
+            if field == "train":
+                value = [*cfg.systems[name].train, *value]
+            elif field == "enabled":
+                value = value.lower() not in ("false", "0", "no")
+            cfg.systems[name][field] = value
+    load_plugins(list(cfg.plugins))
+    return cfg
 
 
-def run_stage_command(name: str, args: list[str]) -> None:
-    """``multimsd align|train|evaluate …``: the stage's own Hydra entry point, with Hydra's command line."""
-    import importlib
+def show_config(cfg: DictConfig, what: str, resolve: bool = False) -> None:
+    """``--cfg``, nothing run. ``job``: the run's config and its plan, a ``# stage NAME: OUT`` line per stage;
+    ``hydra``: the config Hydra composed for each stage, under its ``# stage`` line (a run has no launcher,
+    sweeper or run directory of Hydra's: its stages run in this process); ``all``: the run's config, then
+    each stage's. Every stage config is composed, so a bad key fails here as it would in the run."""
+    from omegaconf import OmegaConf
 
-    sys.argv = [f"multimsd {name}", *args]
-    importlib.import_module(f"multimsd.{name}").main()
+    from multimsd.pipeline.run import plan
+
+    stages = plan(cfg, Path(cfg.output.dir).resolve())
+    if what in ("job", "all"):
+        print(OmegaConf.to_yaml(cfg, resolve=resolve))
+    for stage in stages:
+        print(f"# stage {stage.name}: {stage.out}")
+        if what in ("hydra", "all"):
+            print(OmegaConf.to_yaml(stage.config, resolve=resolve))
 
 
 def main(argv: list[str] | None = None) -> None:
+    """``multimsd run [--help] [--cfg job|hydra|all] [--config-dir DIR] [key=value ...]`` (``argv``: the
+    arguments after ``run``; default ``sys.argv[1:]``)."""
     from multimsd import interrupts
 
     # Ctrl-C / SIGTERM anywhere (a stage's start-up included): one ``interrupted …`` line, exit 130 / 143
@@ -184,85 +185,39 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _main(argv: list[str]) -> None:
-    if not argv or argv[0] in ("-h", "--help", "help"):
-        print(COMMANDS)
-        return
-    if argv[0] in STAGE_COMMANDS:
-        run_stage_command(argv[0], argv[1:])
-        return
-    if argv[0] == "studio":  # not a Hydra command: its own arguments (multimsd studio --help)
-        from multimsd.studio.cli import main as studio_main
+    from multimsd.commands.compose import parse_command_line
+    from multimsd.commands.plugins import preload_plugins
+    from multimsd.commands.stage import run_stage
 
-        studio_main(argv[1:])
+    args = parse_command_line("run", argv)
+    if args.help:
+        print(USAGE)
         return
-    if argv[0] != "run":
+    refused = [flag for key, flag in STAGE_ONLY.items() if getattr(args, key)]
+    if args.multirun or refused:
+        why = MULTIRUN if args.multirun else f"{refused[0]} is an option of the stage commands"
         print(
-            f"error: unknown command {argv[0]!r} (choose run, {', '.join(STAGE_COMMANDS)}, studio)",
+            f"error: {why}; multimsd run takes --help, --cfg job|hydra|all, --config-dir DIR and key=value",
             file=sys.stderr,
         )
         sys.exit(2)
-    args = argv[1:]
-    if "-h" in args or "--help" in args:
-        print(USAGE)
-        return
-    show_cfg = "--cfg" in args
-    args = [a for a in args if a != "--cfg"]
-    user_dir, args = config_dir_option(args)
-
-    from multimsd.cli import preload_plugins, run_stage
+    overrides = list(args.overrides)
 
     def go(_cfg) -> dict | None:
-        from omegaconf import OmegaConf
+        from multimsd.pipeline.run import run, summary_lines
 
-        from multimsd.cli import load_plugins
-        from multimsd.errors import MultimsdError
-        from multimsd.paths import conf_dir
-        from multimsd.pipeline.config import SystemConfig
-        from multimsd.pipeline.run import compose, run, summary_lines
-
-        own, staged, per_system = route(args)
-        if user_dir is not None:
-            if not Path(user_dir).is_dir():
-                raise MultimsdError(f"--config-dir {user_dir}: not a directory")
-            own.append(f"config_dir={Path(user_dir).resolve()}")
-        # The run's own presets: the packaged conf/pipeline, then the user's DIR/pipeline.
-        mine = (
-            [str(Path(user_dir) / "pipeline")] if user_dir and (Path(user_dir) / "pipeline").is_dir() else []
-        )
-        cfg = compose("run", own, config_dir=conf_dir() / "pipeline", search=mine)
-        for stage, extra in staged.items():
-            cfg[stage] = [*cfg[stage], *extra]
-        for name, fields in per_system.items():
-            if name not in cfg.systems:
-                if "kind" not in fields:
-                    known = ", ".join(cfg.systems)
-                    raise MultimsdError(
-                        f"systems.{name}: no such system in this run ({known}); "
-                        f"a new one needs systems.{name}.kind=train|icl|copy"
-                    )
-                cfg.systems[name] = SystemConfig()
-            for field, value in fields.items():
-                if field == "train":
-                    value = [*cfg.systems[name].train, *value]
-                elif field == "enabled":
-                    value = value.lower() not in ("false", "0", "no")
-                cfg.systems[name][field] = value
-        load_plugins(list(cfg.plugins))
-        if show_cfg:  # the run's config, and the stages it would run (every stage config composed: validated)
-            from multimsd.pipeline.run import plan
-
-            print(OmegaConf.to_yaml(cfg))
-            for stage in plan(cfg, Path(cfg.output.dir).resolve()):
-                print(f"# stage {stage.name}: {stage.out}")
+        cfg = run_config(overrides, args.config_dir)
+        if args.cfg:
+            show_config(cfg, args.cfg, resolve=args.resolve)
             return None
-        results = run(cfg, args)
+        results = run(cfg, overrides)
         print("\n".join(summary_lines(results)))
         return results
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", datefmt="%H:%M:%S")
     # Plugins named on the command line (plugins=, align.plugins=, …) and installed ones register their options
     # before any config is composed.
-    preload_plugins(args)
+    preload_plugins(overrides)
     run_stage(go, None)
 
 

@@ -103,3 +103,8 @@ def register_run_config() -> None:
     OmegaConf.set_struct(node["pairs"]["columns"], False)  # pairs.columns={article_id: FILE_ID} needs no +
     OmegaConf.set_struct(node["pairs"]["max_pairs"], False)
     ConfigStore.instance().store(name="run_schema", node=node)
+
+
+# Registered when imported, as an aligner or a model kind is: whatever composes "run" (this package's cli and
+# run, tests through multimsd.pipeline.run.compose) has imported this module first.
+register_run_config()

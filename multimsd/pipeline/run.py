@@ -38,9 +38,12 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from multimsd import interrupts, runlock
+
+# compose / register_schemas: part of this module's API (compose("run", …): the run's schema is registered by
+# importing multimsd.pipeline.config, below)
+from multimsd.commands.compose import compose, register_schemas  # noqa: F401
 from multimsd.errors import MultimsdError
 from multimsd.outdir import alias_of, use_output_dir
-from multimsd.pipeline.compose import compose, register_schemas  # noqa: F401  (compose: part of this API)
 from multimsd.pipeline.config import SYSTEM_KINDS, RunConfig
 from multimsd.pipeline.labels import system_label
 from multimsd.pipeline.records import StageRecords, fingerprint, read_json, write_json_atomic
@@ -219,7 +222,7 @@ def check_run_dir(run_dir: Path) -> None:
 def run_stage(stage: Stage) -> dict:
     """Run one stage in this process through its importable ``run(cfg)``, after importing the plugins its
     config names (``align.plugins=[…]``, ``train.plugins=…``, ``evaluate.plugins=…``)."""
-    from multimsd.cli import load_plugins
+    from multimsd.commands.plugins import load_plugins
 
     if stage.config is not None and stage.kind != "pairs":
         load_plugins(list(stage.config.get("plugins") or []))

@@ -176,7 +176,7 @@ def load_views(argv: list[str]) -> None:
     installed ``multimsd.plugins`` entry point and every module named with ``--plugin MODULE``."""
     from importlib.metadata import entry_points
 
-    from multimsd.cli import ENTRY_POINT_GROUP, load_plugins
+    from multimsd.commands.plugins import ENTRY_POINT_GROUP, load_plugins
 
     names = [v for k, v in zip(argv, argv[1:]) if k == "--plugin"]
     names += [a.split("=", 1)[1] for a in argv if a.startswith("--plugin=")]

@@ -28,7 +28,7 @@ class StudioProcess:
         checkout = str(Path(__file__).resolve().parents[2])
         env = {**os.environ, **(env or {})}
         env["PYTHONPATH"] = os.pathsep.join(p for p in (checkout, env.get("PYTHONPATH")) if p)
-        cmd = [sys.executable, "-m", "multimsd.pipeline.cli", "studio", str(root), "--port", "0", *args]
+        cmd = [sys.executable, "-m", "multimsd", "studio", str(root), "--port", "0", *args]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         self.pid = self.proc.pid
         try:

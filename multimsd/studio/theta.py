@@ -89,7 +89,7 @@ def run_overrides(corpus: Corpus, method: str, skip: tuple[str, ...] = SKIP_KEYS
     aligner other than the run's, the run's ``aligner.*`` options are left out (it runs with its defaults,
     as gold mode runs it). ``data.path`` and ``output.dir`` are absolute (the run's input as the studio found
     it, the run's alignment directory)."""
-    from multimsd.pipeline.compose import compose
+    from multimsd.commands.compose import compose
 
     cfg = corpus.cfg
     default_method = compose("align", []).aligner.method

@@ -1,4 +1,4 @@
-"""Hydra callback that summarises a multirun sweep (``python train.py -m loss.theta=1,2,4,8 ...``).
+"""Hydra callback that summarises a multirun sweep (``multimsd train -m loss.theta=1,2,4,8 ...``).
 
 Each finished job appends one JSON line to ``<sweep dir>/jobs.jsonl`` (a file, so it also works when jobs
 run in other processes, e.g. submitit); at the end a table of validation SARI / BLEU per job is written to

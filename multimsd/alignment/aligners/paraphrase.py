@@ -368,7 +368,7 @@ def load_paraphrase_model(path: str | Path, device: str = "cpu") -> ParaphraseMo
     if not (d / CONFIG_FILE).is_file():
         raise MultimsdError(
             f"{d}: not a paraphrase model directory (no {CONFIG_FILE}); train one with "
-            "`python align.py mode=train_paraphrase`"
+            "`multimsd align mode=train_paraphrase`"
         )
     try:
         meta = json.loads((d / CONFIG_FILE).read_text(encoding="utf-8"))

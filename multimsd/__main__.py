@@ -1,0 +1,5 @@
+"""``python -m multimsd COMMAND …``: the ``multimsd`` command (:mod:`multimsd.main`)."""
+
+from multimsd.main import main
+
+main()
