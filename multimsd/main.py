@@ -15,7 +15,8 @@ Commands:
   align      article pairs -> aligned sentence pairs (a DatasetDict); gold mode tunes θ
   train      fine-tune / prompt a simplification model (on several GPUs: accelerate launch -m multimsd.train)
   evaluate   SARI, BLEU, TER, chrF, METEOR, FKGL, medical terms, bootstrap intervals
-  studio     a local web app: look at a run's alignments and write gold alignments (multimsd studio PATH)
+  studio     a local web app over a run: alignments, gold alignments by hand, θ from that gold, blind rating
+             of the outputs (multimsd studio PATH)
 run, align, train and evaluate read the same options (--help, --cfg job|hydra|all, --config-dir DIR) and
 Hydra overrides (key=value); `multimsd COMMAND --help` lists the command's keys.
 """
