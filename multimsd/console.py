@@ -156,6 +156,24 @@ def library_bars_off() -> None:
 
 
 @contextmanager
+def direct_bars_off() -> Iterator[None]:
+    """Off a terminal, the bars a library draws with tqdm directly, with no switch of its own (transformers'
+    GGUF conversion), are off within the block; on a terminal nothing changes. tqdm reads ``TQDM_DISABLE`` only
+    when it is imported, so the block gives tqdm's constructor ``disable=True`` as its default instead."""
+    if bars_shown():
+        yield
+        return
+    from tqdm import std
+
+    original = vars(std.tqdm)["__init__"]  # tqdm's own descriptor (a partialmethod of its env defaults)
+    std.tqdm.__init__ = functools.partialmethod(original, disable=True)  # a caller's own disable= still wins
+    try:
+        yield
+    finally:
+        std.tqdm.__init__ = original
+
+
+@contextmanager
 def bars_aside() -> Iterator[None]:
     """Within the block, what is written starts on a line of its own, whatever progress bars are open: on a
     terminal the bars are cleared, elsewhere their line is ended; after it, the bars are drawn again."""

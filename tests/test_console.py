@@ -222,3 +222,26 @@ def test_tiny_alignment_is_quiet(repo_root, tmp_path):
     text = run_merged(repo_root, tmp_path, "align.py", "debug=tiny", f"output.dir={tmp_path / 'aligned'}")
     assert_quiet(text)
     assert "aligned dataset saved" in text
+
+
+def test_a_librarys_direct_tqdm_bar_is_off_a_terminal_within_the_block(monkeypatch):
+    """transformers' GGUF conversion calls tqdm.auto.tqdm itself (no switch): off a terminal the block keeps it
+    from drawing, on a terminal it draws; the constructor is the library's own again after the block."""
+    from tqdm import std
+    from tqdm.auto import tqdm as auto_tqdm
+
+    from multimsd.console import direct_bars_off
+
+    original = vars(std.tqdm)["__init__"]
+    log_file = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", log_file)
+    with direct_bars_off():
+        assert list(auto_tqdm(range(3), desc="Converting tensors", file=sys.stderr)) == [0, 1, 2]
+    assert log_file.getvalue() == "" and vars(std.tqdm)["__init__"] is original
+    list(auto_tqdm(range(3), desc="Converting tensors", file=sys.stderr))  # outside the block: tqdm's own
+    assert "Converting tensors" in log_file.getvalue()
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    with direct_bars_off():
+        list(auto_tqdm(range(2), desc="on a terminal", file=sys.stderr))
+    assert "on a terminal" in terminal.getvalue()

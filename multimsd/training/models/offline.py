@@ -58,6 +58,7 @@ from multimsd.buildcache import (
     package_dir,
     versions,
 )
+from multimsd.console import direct_bars_off
 from multimsd.errors import MultimsdError
 from multimsd.paths import cache_dir as _cache_root
 from multimsd.training.models.mbart50 import tiny_mbart
@@ -252,7 +253,10 @@ def _write_smollm2_model(gguf: Path, tokenizer_dir: Path, out: Path) -> dict[str
     tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
     _check_chatml(tokenizer, f"cached tokenizer {tokenizer_dir}")
     t0 = time.perf_counter()
-    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+    with direct_bars_off():  # its tqdm bar, in a log file, is a line per redraw
+        model = AutoModelForCausalLM.from_pretrained(
+            str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32
+        )
     logger.info("dequantised %s in %.1fs", gguf.name, time.perf_counter() - t0)
     # Saved as a plain float32 checkpoint: drop every trace of the GGUF quantizer, or reloading the
     # directory would look for the GGUF file again.
