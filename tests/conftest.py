@@ -2,6 +2,7 @@ import base64
 import fcntl
 import importlib.util
 import json
+import logging
 import os
 import select
 import subprocess
@@ -25,6 +26,22 @@ def run_cli(python, repo_root, *args, cwd=None, env=None, script="align.py", tim
         timeout=timeout,
         env=env,
     )
+
+
+@pytest.fixture(autouse=True)
+def no_log_handler_outlives_its_test():
+    """A command run in-process (Hydra's job logging, ``multimsd run``'s ``basicConfig``) leaves console
+    handlers on the root logger bound to that test's captured stdout / stderr, closed once the test ends; a later
+    test's log line (a progress line off a terminal) then prints ``--- Logging error ---`` into its own stderr.
+    Each test takes away the plain stream / file handlers it added (pytest's own capture handlers stay)."""
+    root = logging.getLogger()
+    before = set(root.handlers)
+    yield
+    for handler in list(root.handlers):
+        if handler not in before and type(handler) in (logging.StreamHandler, logging.FileHandler):
+            root.removeHandler(handler)
+            if type(handler) is logging.FileHandler:
+                handler.close()
 
 
 @pytest.fixture
