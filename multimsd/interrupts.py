@@ -20,6 +20,10 @@ outermost block's advice: ``run the same command to resume``).
   is not cut in the middle and cannot print a second traceback. SIGKILL remains for a process that hangs.
 * :func:`deferred` marks the few steps that must not be cut: the renames that put a finished output in place.
   A signal arriving inside is held and raised when the block ends.
+* A signal arriving inside a finalizer (an object's ``__del__`` run by the garbage collector, a weakref
+  callback) is raised once the finalizer has returned: an exception raised there is printed and dropped by
+  Python (``Exception ignored in …``), and the command ran on to its end as if no signal had come (found:
+  ``regex``'s ``Group.__del__`` during evaluate.py's tokenising swallowed a SIGTERM, exit 0).
 * After a signal, any exception is part of the interrupt: a process of a multi-process run that was waiting
   for one that left gets a communication error, which is reported (or, off the main process, silenced) like
   the interrupt itself.
@@ -30,6 +34,7 @@ Outside :func:`installed` (a library call, a test) nothing changes: Python's own
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import os
 import signal
@@ -58,6 +63,9 @@ def _handler(signum: int, frame) -> None:
     global _received, _pending
     if _received is not None:
         return  # the first signal is unwinding: let its clean-up finish
+    if _inside_finalizer(frame):
+        _deliver_again(signum)  # raised here it would be dropped
+        return
     _received = signum
     if _depth:
         _pending = True
@@ -75,14 +83,54 @@ def installed() -> Iterator[None]:
         yield
         return
     previous = {s: signal.signal(s, _handler) for s in SIGNALS}
+    previous_hook, sys.unraisablehook = sys.unraisablehook, _unraisable(sys.unraisablehook)
     _installed = True
     try:
         yield
     finally:
+        sys.unraisablehook = previous_hook
         if _received is None:  # after a signal, later ones stay ignored while the process exits
             for s, h in previous.items():
                 signal.signal(s, h)
             _installed, _pending = False, False
+
+
+def _inside_finalizer(frame) -> bool:
+    """Whether Python code at ``frame`` runs inside an object's ``__del__`` (or this module's unraisable
+    hook): an exception raised there does not reach the command, it is printed and dropped."""
+    while frame is not None:
+        if frame.f_code.co_name == "__del__" or frame.f_code is _UNRAISABLE_CODE:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _unraisable(previous: Callable) -> Callable:
+    """sys.unraisablehook within :func:`installed`: an interrupt raised in a finalizer that
+    :func:`_inside_finalizer` does not recognise (a weakref callback) is delivered again, once the
+    finalizer has returned, instead of being printed and dropped; anything else goes to ``previous``."""
+
+    def hook(unraisable) -> None:
+        global _received
+        e = unraisable.exc_value
+        if isinstance(e, Interrupted) and _received == e.signum and not _pending:
+            _received = None  # not unwinding after all: the next delivery raises
+            _deliver_again(e.signum)
+            return
+        previous(unraisable)
+
+    return hook
+
+
+_UNRAISABLE_CODE = _unraisable(print).__code__
+
+
+def _deliver_again(signum: int) -> None:
+    """The signal once more, a few milliseconds from now (the finalizer runs on meanwhile). From another
+    thread: called in the main thread, ``interrupt_main`` runs the handler at once, inside the finalizer."""
+    timer = threading.Timer(0.005, _thread.interrupt_main, args=(signum,))
+    timer.daemon = True
+    timer.start()
 
 
 def received() -> int | None:

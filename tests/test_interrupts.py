@@ -324,3 +324,69 @@ def test_the_line_is_put_together_from_the_notes(handlers):
     with pytest.raises(ValueError) as e, interrupts.note(where="x"):  # not an interrupt: no notes
         raise ValueError
     assert not hasattr(e.value, "multimsd_notes")
+
+
+class SignalsItselfWhenCollected:
+    """An object whose finalizer receives a SIGTERM and runs on a while (as regex's ``Group.__del__`` did
+    during evaluate.py's tokenising: the signal was dropped there and the command exited 0)."""
+
+    def __init__(self, trace: list):
+        self.trace = trace
+
+    def __del__(self):
+        os.kill(os.getpid(), signal.SIGTERM)
+        total = sum(range(100_000))  # the interpreter checks for signals in here
+        self.trace.append(("finalizer finished", total))
+
+
+def run_until_interrupted(trace: list, collect) -> None:
+    """Collect a finalizer that signals, then keep working: the interrupt must stop the work."""
+    collect()
+    for i in range(2000):  # 10 s of work; interrupted, a few milliseconds of it
+        trace.append(i)
+        time.sleep(0.005)
+
+
+def test_a_signal_inside_a_finalizer_interrupts_once_it_has_returned(handlers, capsys):
+    interrupts = handlers
+    trace: list = []
+
+    def collect():
+        obj = SignalsItselfWhenCollected(trace)
+        del obj  # the last reference: __del__ runs now
+
+    with pytest.raises(interrupts.Interrupted) as e, interrupts.installed():
+        run_until_interrupted(trace, collect)
+    assert e.value.signum == signal.SIGTERM
+    # the finalizer ran to its end, then the work was interrupted (before: all 2000 steps ran, no interrupt)
+    assert trace[0] == ("finalizer finished", sum(range(100_000))) and len(trace) < 1000, len(trace)
+    assert "Exception ignored" not in capsys.readouterr().err
+
+
+def test_a_signal_inside_a_weakref_callback_is_delivered_again(handlers, capsys):
+    """A finalizer the handler cannot recognise by its frames: Python reports the dropped interrupt to
+    sys.unraisablehook, which delivers the signal again instead of printing it."""
+    import weakref
+
+    interrupts = handlers
+    trace: list = []
+
+    class Box:
+        pass
+
+    def callback(_ref):
+        os.kill(os.getpid(), signal.SIGTERM)
+        total = sum(range(100_000))
+        trace.append(("callback finished", total))
+
+    def collect():
+        box = Box()
+        trace.append(weakref.ref(box, callback))
+        del box
+
+    with pytest.raises(interrupts.Interrupted), interrupts.installed():
+        run_until_interrupted(trace, collect)
+    # the first delivery cut the callback (Python dropped it there); the second one stopped the work
+    assert len([t for t in trace if isinstance(t, int)]) < 1000
+    assert "Exception ignored" not in capsys.readouterr().err
+    assert sys.unraisablehook is not None and "multimsd" not in getattr(sys.unraisablehook, "__module__", "")
