@@ -108,6 +108,9 @@ CPU = {
     "llama": {
         **GPU["llama"],
         "model": {**GPU["llama"]["model"], "pretrained": "tiny:llama", "dtype": "float32"},
+        # tiny:llama's tokenizer is one token a byte: at the default 256 a shuffle of 16 examples in the GPU
+        # command's 8 languages left none that fit ("no training example fits data.max_length")
+        "max_length": 512,
         "batch": 2,
         "accum": 2,
     },
@@ -178,6 +181,7 @@ def train_cfg(spec: dict):
             "max_train_examples": spec["examples"],
             "max_eval_examples": 1,  # the final predictions are not what is measured here
             "shuffle": False,
+            **({"max_length": setup["max_length"]} if "max_length" in setup else {}),
         },
         "optim": {"batch_size": spec["batch"], "grad_accum": spec["accum"], "epochs": 1, "lr": 5e-5},
         # merge_lora=false: the final predictions (1 row a language) need no 14 GiB host copy of the 8B base
