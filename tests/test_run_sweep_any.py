@@ -328,6 +328,12 @@ def test_sweep_end_to_end(case, tmp_path):
         for s in expected
     }
     assert sweep["selected"] == max(val, key=val.get) and results["sweep"] == sweep
+    # the validation outputs' degenerate shares are recorded beside it, and a flagged choice is said
+    assert set(sweep["validation_flagged"]) <= set(expected)
+    warned = (
+        "its validation outputs, on which it was selected, are degenerate" in (d / "report.md").read_text()
+    )
+    assert warned == (sweep["selected"] in sweep["validation_flagged"])
     # the value reached the training: the two runs' losses differ
     hist = [json.loads((d / "systems" / s / "all_results.json").read_text())["history"] for s in expected]
     assert hist[0] != hist[1]
@@ -405,3 +411,69 @@ def test_seeded_selection_shows_the_recorded_values():
     svg = next(b for b in sec.blocks if isinstance(b, Chart)).svg
     assert "SARI and BLEU vs optim.scheduler, mean over seeds" in svg and "<polyline" not in svg
     assert "<title>SARI: 30.00</title>" in svg and "<title>SARI: [28.00, 32.00]</title>" in svg
+    assert not any(getattr(b, "text", "").startswith("⚠") for b in sec.blocks)
+    # one seed of the selected value wrote degenerate validation outputs: the warning names that seed's system
+    shares = {"n": 4, "empty": 0.5, "cut": 0.0, "identical": 0.0, "flagged": ["empty"]}
+    run.meta["sweep"]["validation_flagged"] = {"ft_scheduler_constant_seed2": {"en": shares}}
+    warned = [b.text for b in seeds_section(run).blocks if getattr(b, "text", "").startswith("⚠")]
+    assert len(warned) == 1 and warned[0].startswith("⚠ label ft_scheduler_constant_seed2: its validation")
+    assert "en 50 % empty" in warned[0]
+
+
+# ----------------------------------------------------------------- degenerate validation outputs of a sweep
+def write_validation(system_dir: Path, rows: list[tuple[str, str, str]], cut: dict | None) -> None:
+    """predictions/validation of one trained system: rows of (lang, source, output), generation.json's cut
+    flags per language (None: no generation.json)."""
+    d = system_dir / "predictions" / "validation"
+    d.mkdir(parents=True)
+    refs = [{"complex": src, "simple": "ref", "lang": lang} for lang, src, _ in rows]
+    (d / "references.jsonl").write_text("".join(json.dumps(r) + "\n" for r in refs))
+    for lang in sorted({r[0] for r in rows}):
+        (d / f"{lang}.txt").write_text("\n".join(out for g, _, out in rows if g == lang) + "\n")
+    if cut is not None:
+        (d / "generation.json").write_text(json.dumps({"cut": cut}))
+
+
+def test_validation_flags_are_the_evaluations_shares_of_the_validation_outputs(tmp_path):
+    from multimsd.metrics.degenerate import flag_text
+    from multimsd.pipeline.sweep import validation_flags
+
+    # 4 en rows: one empty output, two copies of the input (white space does not count), one cut;
+    # 2 de rows, clean: de is not listed
+    en = [("en", "A b.", ""), ("en", "C d.", " C  d."), ("en", "E f.", "E f."), ("en", "G h.", "short")]
+    de = [("de", "X y.", "x"), ("de", "Z w.", "z")]
+    write_validation(tmp_path / "a", en + de, {"en": [False, False, False, True], "de": [False, False]})
+    write_validation(tmp_path / "b", [("en", "A b.", "a"), ("en", "C d.", "c")], None)  # clean, cut unknown
+    dirs = {"a": tmp_path / "a", "b": tmp_path / "b", "none": tmp_path / "none"}  # none: no predictions
+    flags = validation_flags(dirs, max_share=0.1)
+    assert set(flags) == {"a"} and set(flags["a"]) == {"en"}
+    en_shares = flags["a"]["en"]
+    assert (en_shares["empty"], en_shares["cut"], en_shares["identical"]) == (0.25, 0.25, 0.5)
+    assert en_shares["flagged"] == ["empty", "cut", "identical"]
+    assert flag_text(flags["a"]) == (
+        "en 25 % empty, en 25 % cut at max_new_tokens, en 50 % identical to the input"
+    )
+    # the threshold is the evaluation's: at 0.3 only the copies flag en
+    assert validation_flags(dirs, max_share=0.3)["a"]["en"]["flagged"] == ["identical"]
+
+
+def test_the_report_warns_when_the_selected_systems_validation_outputs_are_degenerate():
+    systems = {
+        "finetuned_theta1": ({"parameter": "loss.theta", "value": 1}, 1.0, 30.0, 4.0),
+        "finetuned_theta4": ({"parameter": "loss.theta", "value": 4}, 4.0, 35.0, 3.0),
+    }
+    shares = {"n": 10, "empty": 0.0, "cut": 0.4, "identical": 0.0, "flagged": ["cut"]}
+    run = report_run("loss.theta", systems, selected="finetuned_theta4")
+    run.evaluation["degenerate"] = {"max_share": 0.1}
+    paragraphs = lambda sec: [b.text for b in sec.blocks if type(b).__name__ == "Paragraph"]  # noqa: E731
+    assert not any("⚠" in p for p in paragraphs(sweep_section(run)))  # nothing recorded: no warning
+    run.meta["sweep"]["validation_flagged"] = {"finetuned_theta1": {"en": shares}}
+    assert not any("⚠" in p for p in paragraphs(sweep_section(run)))  # another system's flags: none
+    run.meta["sweep"]["validation_flagged"] = {"finetuned_theta4": {"en": shares}}
+    warned = [p for p in paragraphs(sweep_section(run)) if "⚠" in p]
+    assert warned == [
+        "⚠ label finetuned_theta4: its validation outputs, on which it was selected, are degenerate (above "
+        "10 %): en 40 % cut at max_new_tokens. The scores it was chosen on describe those outputs; raise "
+        "generation.max_new_tokens or look at the outputs before relying on the choice."
+    ]
+    assert run.meta["sweep"]["selected"] == "finetuned_theta4"  # the selection itself is the paper's

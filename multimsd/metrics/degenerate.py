@@ -35,6 +35,7 @@ __all__ = [
     "check_degenerate",
     "degenerate_summary",
     "demotions",
+    "flag_text",
     "load_cut_flags",
     "output_shares",
     "warning_lines",
@@ -143,6 +144,16 @@ def degenerate_summary(results_systems: dict, langs: list[str], max_share: float
             if kinds:
                 flagged.setdefault(name, {})[g] = list(kinds)
     return {"max_share": max_share, "kinds": dict(WHAT), "flagged": flagged}
+
+
+def flag_text(flags: dict[str, dict]) -> str:
+    """``en 14 % cut at max_new_tokens, de 30 % identical to the input``: per language, the kinds an
+    :func:`output_shares` record is flagged for, with their shares."""
+    return ", ".join(
+        f"{lang} {round(100 * shares[kind])} % {WHAT[kind]}"
+        for lang, shares in sorted(flags.items())
+        for kind in shares["flagged"]
+    )
 
 
 def warning_lines(results: dict, label=lambda s: s) -> list[str]:

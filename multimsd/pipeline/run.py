@@ -42,6 +42,7 @@ from multimsd import interrupts, runlock
 # compose / register_schemas: part of this module's API (compose("run", …): the run's schema is registered by
 # importing multimsd.pipeline.config, below)
 from multimsd.commands.compose import compose, register_schemas  # noqa: F401
+from multimsd.config import DegenerateConfig
 from multimsd.errors import MultimsdError
 from multimsd.outdir import alias_of, use_output_dir
 from multimsd.pipeline.config import SYSTEM_KINDS, RunConfig
@@ -56,7 +57,7 @@ from multimsd.pipeline.seeds import (
     sweep_on_seed_mean,
 )
 from multimsd.pipeline.seeds import summary_lines as seed_summary_lines
-from multimsd.pipeline.sweep import expand_sweep, quote, recorded_value
+from multimsd.pipeline.sweep import expand_sweep, quote, recorded_value, validation_flags
 from multimsd.split import check_split_config
 
 logger = logging.getLogger("multimsd.pipeline")
@@ -331,6 +332,7 @@ def write_run_files(
             run_info["systems"][name]["seed"] = sc["seed"]
     swept = [n for n, sc in systems.items() if sc["sweep"] is not None]
     groups = seed_groups(systems)
+    evaluation = read_json(run_dir / "evaluation" / "results.json") or {}
     if swept and groups:  # seeds: θ selected on the mean over seeds
         run_info["sweep"] = sweep_on_seed_mean(run_dir, cfg.sweep.parameter, groups, swept)
         members = run_info["sweep"]["seed_systems"]
@@ -342,7 +344,10 @@ def write_run_files(
             "values": {n: systems[n]["value"] for n in swept},
             **select_swept(run_dir, swept),
         }
-    evaluation = read_json(run_dir / "evaluation" / "results.json") or {}
+    if swept:  # the selection stays the paper's; the report says where its validation outputs degenerate
+        max_share = (evaluation.get("degenerate") or {}).get("max_share", DegenerateConfig.max_share)
+        dirs = {n: run_dir / "systems" / n for n in swept}
+        run_info["sweep"]["validation_flagged"] = validation_flags(dirs, max_share)
     if groups:  # per seed, mean ± sd, the interval over seeds and sentences
         labels = {
             sc["seed_of"]: sc["label"].removesuffix(f", seed {sc['seed']}")

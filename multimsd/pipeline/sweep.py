@@ -24,9 +24,11 @@ a number without (``finetuned_theta1p5``, ``finetuned_lr1em4``). Two values that
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 from multimsd.errors import MultimsdError
@@ -156,3 +158,41 @@ def recorded_value(composed: Any, given: Any) -> Any:
     the schema: ``loss.theta=1`` is 1.0), or the value given when the key is not a plain value there (a config
     group such as ``model``)."""
     return composed if isinstance(composed, (bool, int, float, str)) else parse_value(given)
+
+
+def validation_flags(system_dirs: dict[str, Path], max_share: float) -> dict[str, dict[str, dict]]:
+    """Per swept system, the languages whose *validation* outputs are degenerate by the evaluation's rule
+    (:func:`multimsd.metrics.degenerate.output_shares`: above ``max_share`` empty, cut at max_new_tokens or
+    identical to the input), with their shares; systems with no such language are left out.
+
+    Why: the selection reads validation mean(SARI, BLEU) only, as the paper does, and the evaluation checks
+    the test outputs only. A value whose outputs on validation are mostly cut or copies could be selected
+    without a word; the selection stays the paper's, and the report says so beside it."""
+    from multimsd.metrics.degenerate import load_cut_flags, output_shares
+
+    found: dict[str, dict[str, dict]] = {}
+    for name, d in system_dirs.items():
+        pred = d / "predictions" / "validation"
+        try:
+            refs = [json.loads(line) for line in (pred / "references.jsonl").read_text("utf-8").splitlines()]
+        except (OSError, ValueError):
+            continue  # no validation predictions (an older run, a training stage that wrote none)
+        langs = sorted({r["lang"] for r in refs})
+        try:
+            cut = load_cut_flags(str(pred), [r["lang"] for r in refs], langs)
+        except MultimsdError:
+            cut = [None] * len(refs)  # a damaged record: cut shares unknown, the other shares still count
+        for lang in langs:
+            rows = [i for i, r in enumerate(refs) if r["lang"] == lang]
+            try:
+                outputs = (pred / f"{lang}.txt").read_text("utf-8").split("\n")[: len(rows)]
+            except OSError:
+                continue
+            if len(outputs) != len(rows):
+                continue
+            shares = output_shares(
+                [refs[i]["complex"] for i in rows], outputs, [cut[i] for i in rows], max_share
+            )
+            if shares["flagged"]:
+                found.setdefault(name, {})[lang] = shares
+    return found

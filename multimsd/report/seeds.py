@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from multimsd.render.blocks import Cell, Paragraph, Section, Table, interval, num
 from multimsd.report.load import Run
-from multimsd.report.sweep import is_number, swept_value, value_chart, value_text
+from multimsd.report.sweep import is_number, selection_warnings, swept_value, value_chart, value_text
 
 NAMES = {"sari": "SARI", "bleu": "BLEU", "fkgl": "FKGL", "novelty": "novel %"}
 
@@ -105,6 +105,8 @@ def _selection(run: Run, sweep: dict, groups: dict) -> list:
                 "Test scores play no part in the choice."
             )
         )
+        members = sweep["seed_systems"].get(selected) or []
+        blocks.extend(selection_warnings(run, sweep, {m: run.label(m) for m in members}))
     header = [param, "system", "val mean(SARI, BLEU) mean ± sd", f"seeds {listed}"]
     blocks.append(Table(header, rows, caption=f"Selection of {param} on the mean over seeds"))
     return blocks

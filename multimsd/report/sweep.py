@@ -12,7 +12,7 @@ The selection (``sweep.selected``, made by the pipeline on validation mean(SARI,
 
 from __future__ import annotations
 
-from multimsd.metrics.degenerate import demotions
+from multimsd.metrics.degenerate import demotions, flag_text
 from multimsd.render.blocks import Cell, Chart, Paragraph, Section, Table, bold_best, num
 from multimsd.render.charts import Series, bar_chart, line_chart
 from multimsd.render.scores import mean_or_none
@@ -67,6 +67,24 @@ def value_chart(
         ]
         svg = bar_chart([value_text(v) for v in values], bars, title, y_label)
     return Chart(title, svg, title)
+
+
+def selection_warnings(run: Run, sweep: dict, selected: dict[str, str]) -> list:
+    """A warning under the selection when a selected system's *validation* outputs are degenerate
+    (``sweep.validation_flagged``, :func:`multimsd.pipeline.sweep.validation_flags`): the choice rests on
+    scores of outputs that are mostly cut or copies. ``selected``: system name -> the label to print."""
+    flagged = sweep.get("validation_flagged") or {}
+    share = (run.evaluation.get("degenerate") or {}).get("max_share")
+    above = f" (above {round(100 * share)} %)" if share is not None else ""
+    return [
+        Paragraph(
+            f"⚠ {label}: its validation outputs, on which it was selected, are degenerate{above}: "
+            f"{flag_text(flagged[name])}. The scores it was chosen on describe those outputs; raise "
+            "generation.max_new_tokens or look at the outputs before relying on the choice."
+        )
+        for name, label in selected.items()
+        if flagged.get(name)
+    ]
 
 
 def sweep_section(run: Run) -> Section | None:
@@ -129,6 +147,7 @@ def sweep_section(run: Run) -> Section | None:
                 f"{run.label(selected)}. Test scores play no part in the choice."
             )
         )
+        sec.blocks.extend(selection_warnings(run, sweep, {selected: run.label(selected)}))
     header = [param, "system", "test SARI", "test BLEU", "val mean(SARI, BLEU)"]
     sec.blocks.append(Table(header, rows, caption=f"Scores per {param}"))
     return sec
