@@ -575,8 +575,10 @@ def worker_main(what: str, spec_file: str, result_file: str) -> None:
 
 
 # ===================================================================================== parent side (no GPU)
-def spawn(what: str, spec: dict, work: Path, log: list) -> dict:
-    """Run one measurement in a fresh process; its result, or ``{"error": <its last error line>}``."""
+def spawn(what: str, spec: dict, work: Path, log: list, progress: Path | None = None) -> dict:
+    """Run one measurement in a fresh process; its result, or ``{"error": <its last error line>}``. Each
+    result is also appended to ``progress`` (a JSON line) and its main number printed as it comes: a run cut
+    off by a time limit (a lent GPU's, a job's) keeps every measurement it finished."""
     n = len(log)
     spec = {**spec, "out": str(work / f"{n:02d}_{what}")}
     spec_file, result_file = work / f"{n:02d}_{what}.spec.json", work / f"{n:02d}_{what}.result.json"
@@ -595,8 +597,30 @@ def spawn(what: str, spec: dict, work: Path, log: list) -> dict:
     log.append(
         {"what": what, "label": spec.get("label", ""), "wall_seconds": wall, "error": result.get("error")}
     )
-    print(f"[gpu_bench] {what} {spec.get('label', '')}: {wall:.0f} s", file=sys.stderr, flush=True)
+    line = f"[gpu_bench] {what} {spec.get('label', '')}: {wall:.0f} s; {headline(result)}"
+    print(line.rstrip("; "), file=sys.stderr, flush=True)
+    if progress is not None:
+        with progress.open("a", encoding="utf-8") as f:
+            f.write(
+                json.dumps({"what": what, "label": spec.get("label", ""), "result": result}, default=str)
+                + "\n"
+            )
     return result
+
+
+def headline(result: dict) -> str:
+    """One measurement's main number, for its progress line (the table comes at the end)."""
+    if result.get("error"):
+        return f"failed: {result['error']}"
+    if "tokens_per_s" in result:
+        return f"{result['tokens_per_s']:,.0f} tokens/s"
+    if "batches" in result:  # plain generate: seconds per batch size
+        return ", ".join(f"batch {b}: {r['seconds']:.1f} s" for b, r in result["batches"].items())
+    if "seconds" in result:  # our decoding
+        return f"decoded in {result['seconds']:.1f} s"
+    if "trainable" in result:  # checkpoint sizes
+        return f"checkpoint {result['trainable']['bytes'] / 1e6:,.1f} MB, whole state {result['whole']['bytes'] / 1e6:,.1f} MB"
+    return ""
 
 
 def alternating(repeats: int) -> list[str]:
@@ -749,6 +773,10 @@ def main(argv: list[str] | None = None) -> int:
     failed = False
     device = "CPU (tiny models; the GPU table needs a CUDA device)"
 
+    progress = args.out.with_suffix(".progress.jsonl") if args.out else None
+    if progress is not None:
+        progress.parent.mkdir(parents=True, exist_ok=True)
+        progress.write_text("", encoding="utf-8")
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
 
@@ -761,7 +789,7 @@ def main(argv: list[str] | None = None) -> int:
                 "accum": setup["accum"],
                 "label": label,
             }
-            r = spawn(what, {**spec, **extra}, work, log)
+            r = spawn(what, {**spec, **extra}, work, log, progress)
             if "error" in r:
                 failed = True
             elif gpu:

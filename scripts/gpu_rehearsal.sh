@@ -2,8 +2,9 @@
 # Rehearse the GPU benchmark's command (docs/performance.md#gpu-benchmark) on this CPU machine, before a GPU
 # session spends device minutes on it: an environment shaped like the bare CUDA image (what it has, not what
 # the checkout's .venv has), a copy of the working tree without .git, the same wheel install line, and
-# `gpu_bench.py --quick`. Session 34 found with it that the command's 8 languages left tiny:llama no training
-# example (fixed); an environment with the checkout's packages had hidden it.
+# `gpu_bench.py --quick`. Session 34 found with these steps that an environment with the checkout's packages
+# hides faults of the bare one (there the command's 8 languages left tiny:llama no training example; fixed).
+# The tiny models are built here, with the checkout's packages, as the docs' command builds random:* here.
 #
 #   scripts/gpu_rehearsal.sh [extra gpu_bench.py options]     (needs PyPI; ~6 min on 2 cores)
 #

@@ -159,6 +159,10 @@ def test_gpu_bench_runs_on_cpu(tmp_path):
     procs = [p["what"] for p in data["processes"]]
     assert procs[:4] == ["train-ours", "train-trainer", "train-trainer", "train-ours"]  # alternated
     assert procs.count("decode-plain") == 1 and procs.count("decode-ours") == 1 and "checkpoint" in procs
+    # each process's result was kept as it came (a run cut off by a time limit keeps what it finished)
+    progress = [json.loads(ln) for ln in out.with_suffix(".progress.jsonl").read_text().splitlines()]
+    assert [p["what"] for p in progress] == procs
+    assert progress[0]["result"]["first_loss"] == data["rows"]["llama training"]["ours"][0]["first_loss"]
     runs = data["rows"]["llama training"]
     # every fresh process saw the same first batch with the same weights: one loop's runs bit-identical, the
     # two loops equal up to float rounding (they sum the same token losses in a different order)
