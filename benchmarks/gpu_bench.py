@@ -645,7 +645,7 @@ def ratio_cell(ours: dict | None, ref: dict | None) -> str:
     """``x.xx×``, or why there is no ratio: a failed side, or first-step losses that differ (not the same
     batches / weights, so the two numbers measure different work)."""
     if ours is None or ref is None:
-        return "no ratio: a run failed"
+        return "no ratio: a run failed or was not run"
     if not losses_agree(ours["first_loss"], ref["first_loss"]):
         return f"no ratio: first-step losses differ ({ours['first_loss']:.4f} vs {ref['first_loss']:.4f})"
     return f"{ours['tokens_per_s'] / ref['tokens_per_s']:.2f}×"
@@ -735,8 +735,19 @@ def main(argv: list[str] | None = None) -> int:
         "--peak-tflops", type=float, default=989.0, help="the GPU's dense bf16 peak (H100/H200: 989)"
     )
     ap.add_argument("--only", choices=["train", "checkpoint", "decode"], action="append")
-    ap.add_argument("--models", choices=["llama", "mbart"], action="append", help="default: both")
+    ap.add_argument(
+        "--models",
+        choices=["llama", "mbart"],
+        action="append",
+        help="default: both; measured in the order given",
+    )
     ap.add_argument("--out", type=Path, default=None, help="also write the table here, and its .json beside")
+    ap.add_argument(
+        "--deadline",
+        type=float,
+        default=None,
+        help="start no measurement after this many seconds; the rest are rows 'not run' (a lent GPU's limit)",
+    )
     ap.add_argument("--worker", nargs=3, metavar=("WHAT", "SPEC", "RESULT"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:
@@ -765,9 +776,10 @@ def main(argv: list[str] | None = None) -> int:
         args.decode_backends = "static,continuous" if gpu else ""
     backends = [b for b in args.decode_backends.split(",") if b]
     only = set(args.only or ["train", "checkpoint", "decode"])
-    models = [m for m in setups if not args.models or m in args.models]
+    models = list(dict.fromkeys(args.models)) if args.models else list(setups)  # in the order given
     common = {"languages": languages, "examples": examples, "warmup": warmup}
     log: list[dict] = []
+    skipped: list[str] = []  # measurements --deadline left out
     results: dict = {"settings": {**common, "repeats": args.repeats, "gpu": gpu}, "rows": {}}
     lines: list[str] = []
     failed = False
@@ -789,6 +801,10 @@ def main(argv: list[str] | None = None) -> int:
                 "accum": setup["accum"],
                 "label": label,
             }
+            if args.deadline is not None and time.perf_counter() - started > args.deadline:
+                failed = True  # the table is incomplete: say so in the exit status too
+                skipped.append(f"{what} {label}")
+                return {"error": f"not run: --deadline {args.deadline:g} s had passed"}
             r = spawn(what, {**spec, **extra}, work, log, progress)
             if "error" in r:
                 failed = True
@@ -960,6 +976,8 @@ def main(argv: list[str] | None = None) -> int:
         "",
     ]
     footer = ["", f"wall time: {wall:.0f} s ({len(log)} processes)"]
+    if skipped:
+        footer.append(f"not run (--deadline {args.deadline:g} s): {', '.join(skipped)}")
     table = "\n".join(header + lines + footer)
     print(table)
     if args.out is not None:

@@ -34,7 +34,10 @@ def test_no_ratio_when_the_first_step_losses_differ():
     ).endswith("×")
     cell = gb.ratio_cell(ours, {"first_loss": 11.9, "tokens_per_s": 6362.0})
     assert cell.startswith("no ratio: first-step losses differ") and "×" not in cell
-    assert gb.ratio_cell(None, {"first_loss": 1.0, "tokens_per_s": 1.0}) == "no ratio: a run failed"
+    assert (
+        gb.ratio_cell(None, {"first_loss": 1.0, "tokens_per_s": 1.0})
+        == "no ratio: a run failed or was not run"
+    )
 
 
 def test_best_of_the_runs_skips_failed_ones():
@@ -186,3 +189,27 @@ def test_gpu_bench_profile_on_cpu(tmp_path):
         assert len(ops) == gb.TOP
         ms = [float(ln.rstrip(" |").split("|")[-1]) for ln in ops]
         assert ms == sorted(ms, reverse=True)
+
+
+def test_deadline_starts_nothing_after_it_and_still_prints_the_table(tmp_path):
+    """--deadline 0: no measurement starts; the table, its JSON and the exit status say so (a lent GPU's call
+    limit must not cost the rows already measured: the table always comes out)."""
+    out = tmp_path / "bench.md"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "gpu_bench.py"), "--quick", "--deadline", "0"]
+        + ["--models", "mbart", "--models", "llama", "--only", "checkpoint", "--out", str(out)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    table = out.read_text()
+    rows = [ln for ln in table.splitlines() if ln.startswith("| tiny")]
+    # the models in the order given, each row "not run"
+    assert [r.split("|")[1].split()[0] for r in rows] == ["tiny:mbart", "tiny:llama"]
+    assert all("not run: --deadline 0 s had passed" in r for r in rows)
+    assert "wall time: " in table and "(0 processes)" in table
+    assert "not run (--deadline 0 s): checkpoint mbart checkpoint, checkpoint llama checkpoint" in table
+    assert json.loads(out.with_suffix(".json").read_text())["processes"] == []
+    assert out.with_suffix(".progress.jsonl").read_text() == ""
