@@ -21,7 +21,7 @@ rm -rf "$WORK" && mkdir -p "$WORK/box" "$WORK/out"
 $PY -m venv "$WORK/venv"
 "$WORK/venv/bin/pip" install -q torch==2.13.0
 "$WORK/venv/bin/pip" install -q transformers==5.24.0 peft==0.21.2 accelerate==1.15.0 sentence-transformers \
-    pyarrow pandas xxhash sacrebleu matplotlib scikit-learn
+    pyarrow pandas xxhash sacrebleu matplotlib scikit-learn pytest
 
 # What the docs tell the user to prepare where PyPI is reachable: the wheels the image lacks, the models'
 # tokenizers and configurations (here also the tiny models --quick uses), the commit.
@@ -41,5 +41,6 @@ export PATH="$WORK/venv/bin:$PATH" OUT="$WORK/out"
 env -u PYTHONPATH python3 -m pip install -q --no-index --no-deps --target "$WORK/site" .gpu/wheels/*.whl
 export PYTHONPATH="$WORK/site:." MULTIMSD_CACHE="$PWD/.gpu/cache" MULTIMSD_COMMIT="$(cat .gpu/COMMIT)" \
     PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
+python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_attention.py tests/test_kernels.py  # skip here: no CUDA
 python3 benchmarks/gpu_bench.py --quick --languages de,en,es,fr,it,pt,ru,zh --out "$OUT/bench.md" "$@"
 echo "rehearsal passed: $OUT/bench.md"
