@@ -2,13 +2,17 @@
 
 Identical model, data, batches, optimizer and precision (fp32, CPU): both loops see the same examples in the
 same (seeded, pre-shuffled) order — ours with ``data.shuffle=false``, the Trainer with a sequential sampler —
-so every step pads the same tensors. The first-step losses must then agree (LoRA starts as the identity, so
-step 1 is the base model on the same batch); the benchmark checks that before it prints any ratio.
-Throughput = non-pad input tokens + label tokens per second of training (model load, tokenisation and
-evaluation excluded on both sides).
+so every step pads the same tensors. The benchmark checks that before it prints any ratio: the same tokens in
+every step and the same first-step loss (LoRA starts as the identity, so step 1 is the base model on the same
+batch). Throughput = non-pad input tokens + label tokens per second, measured the way ``gpu_bench.py`` measures
+on a GPU (its worker processes do the runs): each run a fresh process, the three runs (ours θ = 1, ours θ = 4,
+Trainer) rotated, the best of ``--repeats`` kept, and the same clock on every side, from the step's batches in
+hand to the optimizer step done, the first ``--warmup`` steps left out. (Until issue #30 this benchmark ran all
+three in one process and timed the Trainer by its ``train_runtime``, which includes fetching the batches, setting
+up and logging, and ours without them.)
 
     python benchmarks/train_bench.py [--model smollm2_lora|tiny_llama|tiny_mbart] [--examples 32] [--batch-size 4]
-                                     [--chunked true|false] [--packing]
+                                     [--chunked true|false] [--packing] [--repeats 3] [--warmup 1]
     python benchmarks/train_bench.py --paths [--model ...]
     python benchmarks/train_bench.py --padding [--batch-size 8]
     python benchmarks/train_bench.py --logits-memory [--batch-size 8 --seq-len 256]
@@ -31,10 +35,10 @@ MFU = achieved FLOP/s / peak, with 4·N FLOPs per token for LoRA training (forwa
 from __future__ import annotations
 
 import argparse
-import resource
 import tempfile
 from pathlib import Path
 
+import gpu_bench  # benchmarks/ beside this file: its worker processes and its clock (issue #30)
 import torch
 
 from multimsd.training.loop import run, to_train_config
@@ -69,64 +73,56 @@ def ours(model_name: str, examples: int, batch: int, theta: float, work: Path, *
     return res
 
 
-def hf_trainer(model: str, examples: int, batch: int, work: Path) -> dict:
-    import datasets
-    from accelerate.utils import set_seed
-    from transformers import Trainer, TrainingArguments
-
-    from multimsd.training.data import Collator, load_pairs, select, tokenize_rows
-    from multimsd.training.modeling import load_model_and_tokenizer
-
-    cfg = to_train_config(
-        {
-            "model": {"name": model, **MODELS[model]},
-            "data": {"languages": ["en"], "mode": "mono", "max_train_examples": examples},
-        }
-    )
-    set_seed(cfg.seed)  # as our loop does before building the model: the same LoRA initialisation
-    net, tok = load_model_and_tokenizer(cfg.model)
-    rows = select(load_pairs(None), cfg.data, cfg.seed)["train"]
-    encoded = tokenize_rows(tok, rows, cfg.model.kind, cfg.data.max_length)
-    tokens = sum(len(e["input_ids"]) + sum(1 for t in e["labels"] if t != -100) for e in encoded)
-    ds = datasets.Dataset.from_list(
-        [{"input_ids": e["input_ids"], "labels": e["labels"], "novel": e["novel"]} for e in encoded]
-    )
-    collate = Collator(tok.pad_token_id)
-
-    def collator(features):
-        b = collate(features)
-        for k in ("novel", "target_index", "target_index_shifted"):  # our loss's, not the model's inputs
-            b.pop(k)
-        return b
-
-    args = TrainingArguments(
-        output_dir=str(work / "trainer"),
-        per_device_train_batch_size=batch,
-        num_train_epochs=1,
-        learning_rate=1e-4,
-        lr_scheduler_type="linear",
-        weight_decay=0.0,
-        max_grad_norm=1.0,
-        optim="adamw_torch",
-        save_strategy="no",
-        report_to=[],
-        logging_strategy="steps",  # per-step loss, for the identical-batch check
-        logging_steps=1,
-        use_cpu=True,
-        dataloader_num_workers=0,
-        seed=42,
-        remove_unused_columns=False,
-    )
-
-    class InOrderTrainer(Trainer):
-        # Our loop's order with data.shuffle=false: the examples as select() shuffled them, in sequence.
-        def _get_train_sampler(self, *args, **kwargs):
-            return torch.utils.data.SequentialSampler(self.train_dataset)
-
-    trainer = InOrderTrainer(model=net, args=args, train_dataset=ds, data_collator=collator)
-    out = trainer.train()
-    first = next(h["loss"] for h in trainer.state.log_history if "loss" in h)
-    return {"train_tokens": tokens, "train_seconds": out.metrics["train_runtime"], "first_loss": first}
+def trainer_comparison(
+    model: str, examples: int, batch: int, repeats: int, warmup: int, extra: list[str]
+) -> dict:
+    """Our loop at θ = 1 and θ = 4 and 🤗 Trainer, each run a fresh process through gpu_bench's workers: the same
+    clock on both sides (from the step's batches in hand to the optimizer step done; ``warmup`` steps left out),
+    the same batches (checked: the same tokens in every step, the same first-step loss), the three rotated
+    (ABC, BCA, CAB, ...) so that no loop always runs first. ``extra``: our loop's overrides (--chunked, --packing).
+    Returns each side's best run (highest tokens/s)."""
+    setup = {
+        "model": {"name": model, **MODELS[model]},
+        "batch": batch,
+        "accum": 1,
+        "mixed": "no",  # fp32, as on a CPU
+        "lora": MODELS[model]["lora"]["enabled"],
+    }
+    common = ["data.mode=mono", "optim.lr=1e-4"]
+    sides = {
+        "plain": ("train-ours", [*common, *extra, "loss.theta=1"]),
+        "weighted": ("train-ours", [*common, *extra, "loss.theta=4"]),
+        "trainer": ("train-trainer", common),
+    }
+    spec = {
+        "languages": ["en"],
+        "examples": examples,
+        "warmup": warmup,
+        "setup": setup,
+        "batch": batch,
+        "accum": 1,
+    }
+    runs: dict[str, list[dict]] = {name: [] for name in sides}
+    log: list = []
+    with tempfile.TemporaryDirectory() as tmp:
+        names = list(sides)
+        for r in range(repeats):
+            for name in names[r % 3 :] + names[: r % 3]:
+                what, overrides = sides[name]
+                res = gpu_bench.spawn(what, {**spec, "label": name, "overrides": overrides}, Path(tmp), log)
+                if "error" in res:
+                    raise SystemExit(f"{name}: {res['error']}")
+                runs[name].append(res)
+    best = {name: gpu_bench.best(rs) for name, rs in runs.items()}
+    plain, trainer = best["plain"], best["trainer"]
+    if plain["step_tokens"] != trainer["step_tokens"] or not gpu_bench.losses_agree(
+        plain["first_loss"], trainer["first_loss"]
+    ):
+        raise SystemExit(
+            f"the two loops did not see the same batches: first-step loss {plain['first_loss']:.4f} vs "
+            f"{trainer['first_loss']:.4f}, tokens a step {plain['step_tokens']} vs {trainer['step_tokens']}"
+        )
+    return best
 
 
 PATHS = {  # --paths: our loop's batch layout x loss path
@@ -336,7 +332,10 @@ def main() -> None:
     ap.add_argument("--model", default="smollm2_lora", choices=sorted(MODELS))
     ap.add_argument("--examples", type=int, default=32)
     ap.add_argument("--batch-size", type=int, default=4)
-    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=3, help="fresh runs of each loop, rotated (default 3)")
+    ap.add_argument(
+        "--warmup", type=int, default=1, help="optimizer steps left out on every side (default 1)"
+    )
     ap.add_argument(
         "--chunked", choices=["true", "false"], help="loss.chunked for our loop (default: the config's)"
     )
@@ -371,61 +370,33 @@ def main() -> None:
     if args.paths:
         compare_paths(args.model, args.examples, args.batch_size, args.repeats)
         return
-    extra: dict = {"data": {"packing": args.packing}}
+    extra = [f"data.packing={str(args.packing).lower()}"]
     if args.chunked:
-        extra["loss"] = {"chunked": args.chunked == "true"}
-    # Alternate the three (ABC BCA CAB ...) and keep each one's fastest run, so warm-up, the run order and a
-    # busy moment on the machine do not favour any of them.
-    best: dict[str, dict] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
-        for r in range(args.repeats):
-            runs = {
-                "plain": lambda r=r: ours(
-                    args.model, args.examples, args.batch_size, 1.0, work / f"r{r}", **extra
-                ),
-                "weighted": lambda r=r: ours(
-                    args.model, args.examples, args.batch_size, 4.0, work / f"r{r}", **extra
-                ),
-                "trainer": lambda r=r: hf_trainer(args.model, args.examples, args.batch_size, work / f"r{r}"),
-            }
-            order = list(runs)
-            for name in order[r % 3 :] + order[: r % 3]:  # rotate, so no loop always runs first or last
-                fn = runs[name]
-                res = fn()
-                if name not in best or res["train_seconds"] < best[name]["train_seconds"]:
-                    best[name] = res
+        extra.append(f"loss.chunked={args.chunked}")
+    best = trainer_comparison(args.model, args.examples, args.batch_size, args.repeats, args.warmup, extra)
     plain, weighted, trainer = best["plain"], best["weighted"], best["trainer"]
-    # Same batches => same first-step loss (the Trainer logs it rounded to 4 decimals).
-    if (
-        abs(plain["first_loss"] - trainer["first_loss"]) > 1e-3
-        or plain["train_tokens"] != trainer["train_tokens"]
-    ):
-        raise SystemExit(
-            f"the two loops did not see the same batches: first-step loss {plain['first_loss']:.4f} vs "
-            f"{trainer['first_loss']:.4f}, tokens {plain['train_tokens']} vs {trainer['train_tokens']}"
-        )
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    tps = {
-        k: r["train_tokens"] / r["train_seconds"]
-        for k, r in (("plain", plain), ("weighted", weighted), ("trainer", trainer))
-    }
+    tps = {k: r["tokens_per_s"] for k, r in best.items()}
+    timed = sum(plain["step_tokens"][args.warmup :])
+
+    def secs(r: dict) -> str:
+        return f"{sum(r['step_seconds'][args.warmup :]):.1f} s"
+
     print(
         f"\n## Training benchmark ({args.model}, {args.examples} examples, batch {args.batch_size}, fp32 CPU; "
-        f"ours: chunked_loss={plain['chunked_loss']}, packing={plain['packing']})"
+        f"ours: chunked_loss={plain['chunked_loss']}, packing={plain['packing']}; {args.repeats} fresh processes "
+        f"each, rotated, best kept; {args.warmup} warm-up step(s) left out; {timed} tokens timed)"
     )
-    print(f"our loop, θ = 1 (plain CE)   : {tps['plain']:9.1f} tokens/s ({plain['train_seconds']:.1f} s)")
+    print(f"our loop, θ = 1 (plain CE)   : {tps['plain']:9.1f} tokens/s ({secs(plain)})")
     print(
-        f"our loop, θ = 4 (weighted)   : {tps['weighted']:9.1f} tokens/s ({weighted['train_seconds']:.1f} s)   overhead {100 * (tps['plain'] / tps['weighted'] - 1):+.1f} % (goal <= 3 %)"
+        f"our loop, θ = 4 (weighted)   : {tps['weighted']:9.1f} tokens/s ({secs(weighted)})   overhead {100 * (tps['plain'] / tps['weighted'] - 1):+.1f} % (goal <= 3 %)"
     )
-    print(
-        f"🤗 Trainer (plain CE)         : {tps['trainer']:9.1f} tokens/s ({trainer['train_seconds']:.1f} s)"
-    )
+    print(f"🤗 Trainer (plain CE)         : {tps['trainer']:9.1f} tokens/s ({secs(trainer)})")
     print(
         f"first-step loss, ours/Trainer: {plain['first_loss']:.4f} / {trainer['first_loss']:.4f} (same batches)"
     )
     print(f"ours / Trainer               : {tps['plain'] / tps['trainer']:9.2f}x (goal >= 1.0)")
-    print(f"peak RSS                     : {rss:9.0f} MiB")
+    rss = max(r["peak_gib"] for r in best.values()) * 1024
+    print(f"peak RSS (largest process)   : {rss:9.0f} MiB")
 
 
 if __name__ == "__main__":

@@ -213,3 +213,70 @@ def test_deadline_starts_nothing_after_it_and_still_prints_the_table(tmp_path):
     assert "not run (--deadline 0 s): checkpoint mbart checkpoint, checkpoint llama checkpoint" in table
     assert json.loads(out.with_suffix(".json").read_text())["processes"] == []
     assert out.with_suffix(".progress.jsonl").read_text() == ""
+
+
+def load_train_bench():
+    sys.path.insert(0, str(ROOT / "benchmarks"))  # as when run as a script: gpu_bench beside it
+    try:
+        s = importlib.util.spec_from_file_location("train_bench", ROOT / "benchmarks" / "train_bench.py")
+        tb = importlib.util.module_from_spec(s)
+        s.loader.exec_module(tb)
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    return tb
+
+
+def test_train_bench_rotates_fresh_processes_and_refuses_other_batches(monkeypatch):
+    """The CPU benchmark's three runs go through gpu_bench's worker processes in rotated order, each side keeps
+    its fastest run, and no ratio comes out when the two loops' steps held other tokens."""
+    tb = load_train_bench()
+    calls = []
+    tps = iter([100.0, 90.0, 50.0, 80.0, 70.0, 95.0])  # per call, in call order
+
+    def fake_spawn(what, spec, work, log):
+        calls.append((what, spec["label"], spec["overrides"]))
+        tokens = [10, 12, 9] if calls[-1][1] != "trainer" or not fake_spawn.other else [10, 12, 8]
+        return {"tokens_per_s": next(tps), "first_loss": 2.5, "step_tokens": tokens}
+
+    fake_spawn.other = False
+    monkeypatch.setattr(tb.gpu_bench, "spawn", fake_spawn)
+    best = tb.trainer_comparison("tiny_llama", 8, 4, 2, 1, ["loss.chunked=false"])
+    assert [c[1] for c in calls] == ["plain", "weighted", "trainer", "weighted", "trainer", "plain"]
+    assert {c[0] for c in calls if c[1] == "trainer"} == {"train-trainer"}
+    plain = next(c[2] for c in calls if c[1] == "plain")
+    assert "loss.theta=1" in plain and "loss.chunked=false" in plain and "data.mode=mono" in plain
+    assert "loss.theta=4" in next(c[2] for c in calls if c[1] == "weighted")
+    assert not any("loss." in o for c in calls if c[1] == "trainer" for o in c[2])  # the plain 🤗 reference
+    assert {k: r["tokens_per_s"] for k, r in best.items()} == {
+        "plain": 100.0,
+        "weighted": 90.0,
+        "trainer": 70.0,
+    }
+
+    calls.clear()
+    tps = iter([100.0] * 3)
+    fake_spawn.other = True
+    with pytest.raises(SystemExit, match="did not see the same batches"):
+        tb.trainer_comparison("tiny_llama", 8, 4, 1, 1, [])
+
+
+def test_train_bench_runs_on_cpu(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "train_bench.py"), "--model", "tiny_llama"]
+        + ["--examples", "8", "--batch-size", "4", "--repeats", "1"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = dict(ln.split(":", 1) for ln in proc.stdout.splitlines() if ":" in ln and not ln.startswith("#"))
+    ours, trainer = (float(x) for x in lines["first-step loss, ours/Trainer"].split("(")[0].split("/"))
+    assert ours == pytest.approx(trainer, rel=1e-4)  # the same first batch and weights
+    assert float(lines["ours / Trainer               "].split("x")[0]) > 0
+    # one fresh process per run, each announced as it ends
+    assert [ln.split(":")[0] for ln in proc.stderr.splitlines() if ln.startswith("[gpu_bench]")] == [
+        "[gpu_bench] train-ours plain",
+        "[gpu_bench] train-ours weighted",
+        "[gpu_bench] train-trainer trainer",
+    ]
