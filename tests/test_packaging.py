@@ -219,3 +219,19 @@ def test_a_users_config_dir_composes_over_the_packaged_configs(user):
         ["multimsd", "run", "--config-dir", str(mine), "experiment=my_pipeline", "--cfg", "job"], work, env
     ).stdout
     assert "  dir: from_my_preset" in out and "experiment=my_run" in out
+
+
+def test_qlora_without_its_extra_is_one_line_naming_it(user):
+    """The wheel's plain install has no bitsandbytes (the qlora extra): asking for a quantized base is one
+    error line naming the extra, exit 2, before any model is loaded, and nothing written."""
+    work, env = user
+    cmd = ["multimsd", "train", "model=tiny_llama", "debug=train_tiny", "model.quantization=4bit"]
+    out = subprocess.run(
+        [*cmd, "output.dir=q"], cwd=work, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 2, out.stderr[-2000:]
+    lines = [ln for ln in out.stderr.splitlines() if ln.strip()]
+    assert lines == [
+        "error: model.quantization=4bit needs bitsandbytes, which is not installed: pip install 'multimsd[qlora]'"
+    ]
+    assert not (work / "q").exists() and not (work / ".q.lock").exists()

@@ -16,6 +16,7 @@ from multimsd.training.config import TrainConfig
 from multimsd.training.decode import check_backend
 from multimsd.training.kinds import get_kind
 from multimsd.training.loss import check_theta
+from multimsd.training.optimizers import check_optimizer
 
 
 def check_config(cfg: TrainConfig) -> None:
@@ -23,8 +24,7 @@ def check_config(cfg: TrainConfig) -> None:
         raise MultimsdError(f"mode={cfg.mode!r}: choose train or icl")
     check_theta(cfg.loss.theta, "loss.theta")  # the loss's own check, before anything is loaded
     kind = get_kind(cfg.model.kind)  # an unknown kind: one error listing the registered ones
-    if cfg.optim.optimizer not in ("adamw", "sgd"):
-        raise MultimsdError(f"optim.optimizer={cfg.optim.optimizer!r}: choose adamw or sgd")
+    check_optimizer(cfg.optim.optimizer)
     if cfg.optim.scheduler == "exponential" and not 0 < cfg.optim.gamma <= 1:
         raise MultimsdError(f"optim.gamma={cfg.optim.gamma}: the decay per step must be in (0, 1]")
     kind.check(cfg)  # the kind's own settings (the LSTM's sizes, mode=icl for chat models only, ...)

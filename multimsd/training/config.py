@@ -86,7 +86,9 @@ class OptimSettings:
     epochs: int = 3
     max_steps: int | None = None  # optimizer steps; stops early when reached
     warmup_ratio: float = 0.0
-    optimizer: str = "adamw"  # adamw | sgd (plain mini-batch gradient descent, Adduru et al.)
+    # adamw | sgd (plain mini-batch gradient descent, Adduru et al.) | paged_adamw_8bit (bitsandbytes, QLoRA's;
+    # the qlora extra) (multimsd.training.optimizers)
+    optimizer: str = "adamw"
     scheduler: str = "linear"  # linear | constant | cosine | exponential (lr * gamma ** step)
     gamma: float = 0.99  # decay per optimizer step of scheduler=exponential (Adduru et al.: 0.99)
     max_grad_norm: float = 1.0

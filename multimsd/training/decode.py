@@ -313,7 +313,8 @@ def decode_batches(
 
 def _lora_layers(model) -> list:
     """The adapter layers of a peft ``model`` when all of them are LoRA on whole linear weights, else ``[]``:
-    another tuner, an adapted embedding or an FSDP / ZeRO-3 shard is decoded through the adapter, unmerged."""
+    another tuner, an adapted embedding, an FSDP / ZeRO-3 shard or a quantized base is decoded through the
+    adapter, unmerged."""
     import torch
 
     try:
@@ -326,9 +327,12 @@ def _lora_layers(model) -> list:
         if not isinstance(m, BaseTunerLayer):
             continue
         base = m.get_base_layer()
-        whole = isinstance(base, torch.nn.Linear) and tuple(base.weight.shape) == (
-            base.out_features,
-            base.in_features,
+        # A quantized base (QLoRA: bitsandbytes' layers are nn.Linear subclasses) would be dequantized, merged
+        # and quantized again: not exact, and its scales would not be restored. It decodes through the adapter.
+        whole = (
+            isinstance(base, torch.nn.Linear)
+            and base.weight.dtype.is_floating_point
+            and tuple(base.weight.shape) == (base.out_features, base.in_features)
         )
         if not isinstance(m, LoraLayer) or not whole:
             return []

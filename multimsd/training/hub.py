@@ -24,6 +24,16 @@ def _lora(cfg):
     return lora if lora is not None and lora.enabled else None
 
 
+QUANTIZED = {"4bit": "4-bit NF4 (double quantization)", "8bit": "8-bit LLM.int8()"}
+
+
+def _quantization(cfg) -> str:
+    """The base's storage in the run (``model.quantization`` of a transformers kind), else ``none``."""
+    from multimsd.training.kinds import get_kind
+
+    return getattr(get_kind(cfg.model.kind).settings(cfg.model), "quantization", "none")
+
+
 def model_card(cfg, results: dict) -> str:
     from omegaconf import OmegaConf
 
@@ -36,6 +46,14 @@ def model_card(cfg, results: dict) -> str:
     config_yaml = OmegaConf.to_yaml(OmegaConf.structured(cfg))
     lora = _lora(cfg)
     how = f"with LoRA (r={lora.r}, alpha={lora.alpha})" if lora else "fully fine-tuned"
+    quantization = _quantization(cfg)
+    if quantization != "none":
+        how += f" on a {QUANTIZED[quantization]} base (QLoRA)"
+        if cfg.hub.merge_lora:
+            how += (
+                f"; the adapter is merged into that base dequantized to {cfg.model.dtype} (the weights it was "
+                "trained against, not the original full-precision ones)"
+            )
     return f"""---
 language:
 {langs}
@@ -69,8 +87,15 @@ def prepare_upload(cfg, best_dir: Path, results: dict, target: Path) -> Path:
     if _lora(cfg) and cfg.hub.merge_lora:
         from multimsd.training.kinds import get_kind
 
-        auto = get_kind(cfg.model.kind).peft_auto_class()  # peft's AutoPeftModelFor… of the kind
-        merged = auto.from_pretrained(str(best_dir)).merge_and_unload()
+        kind = get_kind(cfg.model.kind)
+        if _quantization(cfg) != "none":  # QLoRA: into the base it was trained against, dequantized
+            from multimsd.training.quantization import merged_model
+
+            base = json.loads((best_dir / "adapter_config.json").read_text())["base_model_name_or_path"]
+            merged = merged_model(kind, kind.settings(cfg.model), best_dir, base)
+        else:
+            auto = kind.peft_auto_class()  # peft's AutoPeftModelFor… of the kind
+            merged = auto.from_pretrained(str(best_dir)).merge_and_unload()
         merged.save_pretrained(str(target))
         for f in best_dir.iterdir():
             if f.name.startswith(("tokenizer", "special_tokens", "vocab", "merges", "chat_template")):

@@ -61,6 +61,7 @@ from multimsd.training.data import (
 from multimsd.training.forward import MicroBatchLoss, input_tokens, label_count
 from multimsd.training.kinds import MODEL_KINDS, ModelKind, get_kind
 from multimsd.training.modeling import load_model_and_tokenizer, model_path
+from multimsd.training.optimizers import build_optimizer
 from multimsd.training.predict import generate, score_predictions, write_generation_info
 from multimsd.training.progress import Progress
 
@@ -189,11 +190,7 @@ def _run(cfg: TrainConfig, progress: Progress) -> dict:
     )
 
     # --- optimisation
-    params = [p for p in model.parameters() if p.requires_grad]
-    if cfg.optim.optimizer == "sgd":  # plain mini-batch gradient descent (Adduru et al.)
-        optimizer = torch.optim.SGD(params, lr=cfg.optim.lr, weight_decay=cfg.optim.weight_decay)
-    else:
-        optimizer = torch.optim.AdamW(params, lr=cfg.optim.lr, weight_decay=cfg.optim.weight_decay)
+    optimizer = build_optimizer(cfg.optim, [p for p in model.parameters() if p.requires_grad])
     steps_per_epoch = math.ceil(len(train_dl) / cfg.optim.grad_accum)
     total_steps = steps_per_epoch * cfg.optim.epochs
     if cfg.optim.max_steps:
@@ -239,7 +236,13 @@ def _run(cfg: TrainConfig, progress: Progress) -> dict:
         remove_partial_checkpoints(out)  # what a run killed (SIGKILL) while saving one left
 
     # how the steps were computed (loss.chunked / data.packing apply where they can, see multimsd.training.forward)
-    results: dict = {"resumed_from": resumed_from, "chunked_loss": losses.chunked, "packing": packing}
+    results: dict = {
+        "resumed_from": resumed_from,
+        "chunked_loss": losses.chunked,
+        "packing": packing,
+        # the base's storage (QLoRA: 4bit / 8bit; multimsd.training.quantization); none for other kinds
+        "quantization": getattr(kind.settings(cfg.model), "quantization", "none"),
+    }
     if cfg.eval.before_training and ckpt is None:
         results["before"] = evaluate_epoch(cfg, model, tokenizer, val_dl, val_rows, accelerator, losses)
         accelerator.print(f"before training: {_fmt(results['before'])}")

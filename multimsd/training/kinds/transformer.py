@@ -16,6 +16,13 @@ from multimsd.training.attention import check_attn_implementation
 from multimsd.training.config import ModelSettings
 from multimsd.training.kernels import apply_fused_kernels, fused_kernels_mode
 from multimsd.training.kinds.base import ModelKind, torch_dtype
+from multimsd.training.quantization import (
+    check_quantization,
+    load_kwargs,
+    prepare_for_training,
+    quantize_in_place,
+    uses_gradient_checkpointing,
+)
 
 log = logging.getLogger(__name__)
 
@@ -40,9 +47,13 @@ class TransformerModelSettings(ModelSettings):
     pretrained 🤗 transformers model, fully fine-tuned or with a LoRA adapter."""
 
     lora: LoraSettings = field(default_factory=LoraSettings)
-    gradient_checkpointing: bool = (
-        False  # recompute activations in the backward pass (less memory, ~30 % slower)
-    )
+    # QLoRA: the frozen base of a LoRA model in 4-bit NF4 (double quantization, computing in model.dtype) or
+    # 8-bit LLM.int8(), by bitsandbytes (pip install 'multimsd[qlora]'); LoRA only
+    # (multimsd.training.quantization).
+    quantization: str = "none"  # none | 4bit | 8bit
+    # Recompute activations in the backward pass (less memory, ~30 % slower). null: on with a quantized base
+    # (QLoRA's recipe), off otherwise.
+    gradient_checkpointing: bool | None = None
     # The attention the model runs: sdpa | eager | flex_attention | flash_attention_2 (the flash-attn package)
     # | null (transformers' default, sdpa). data.packing on a GPU needs flex_attention or flash_attention_2:
     # sdpa and eager build a dense mask over each packed row (multimsd.training.attention).
@@ -97,6 +108,7 @@ class TransformerKind(ModelKind):
         ms = self.settings(cfg.model)
         check_attn_implementation(ms.attn_implementation)
         fused_kernels_mode(ms.fused_kernels)
+        check_quantization(ms)
 
     def check_tokenizer(self, ms, tokenizer) -> None:
         """Raise a MultimsdError when the loaded tokenizer cannot serve this kind."""
@@ -114,6 +126,7 @@ class TransformerKind(ModelKind):
         ms = self.settings(ms)
         check_attn_implementation(ms.attn_implementation)  # before minutes of loading
         fused_kernels_mode(ms.fused_kernels)
+        check_quantization(ms)
         # A Hub id that is not cached cannot be had offline: one line now, not minutes of download retries.
         if problem := model_unavailable(path, "model=smollm2_lora (built locally, offline)"):
             raise MultimsdError(f"cannot load model {ms.pretrained!r}: {problem}")
@@ -129,8 +142,10 @@ class TransformerKind(ModelKind):
                 model = build_random(
                     self.auto_class(), path, kwargs["dtype"], ms.dropout, ms.attn_implementation
                 )
+                if ms.quantization != "none":
+                    model = quantize_in_place(model, ms)
             else:
-                model = self.auto_class().from_pretrained(path, **kwargs, **local)
+                model = self.auto_class().from_pretrained(path, **kwargs, **load_kwargs(ms), **local)
         except OSError:
             hint = (
                 "the Hugging Face Hub is unreachable" if not hub_reachable() else "no such model on the Hub"
@@ -145,7 +160,9 @@ class TransformerKind(ModelKind):
         self.check_tokenizer(ms, tokenizer)
         # Before LoRA: liger patches the base model's own modules, which LoRA then wraps as they are.
         apply_fused_kernels(model, ms.fused_kernels)
-        if ms.gradient_checkpointing:
+        if ms.quantization != "none":
+            model = prepare_for_training(model, ms)  # checkpointing included (on by default)
+        elif uses_gradient_checkpointing(ms):
             model.gradient_checkpointing_enable()
         if ms.lora.enabled:
             from peft import LoraConfig, get_peft_model
