@@ -180,6 +180,23 @@ def test_gpu_bench_runs_on_cpu(tmp_path):
             assert r["tokens_per_s"] == pytest.approx(timed)
 
 
+def test_gpu_bench_qlora_rows_on_cpu(tmp_path):
+    """--models qlora: the 8B QLoRA rows (training only: tokens/s, first-step loss, peak memory), run for real on
+    tiny:llama quantized to NF4 by bitsandbytes' CPU backend; ours and the Trainer train the same quantized model."""
+    pytest.importorskip("bitsandbytes", reason="the qlora extra")
+    out = tmp_path / "bench.md"
+    table = run_bench("--models", "qlora", "--repeats", "1", "--out", str(out), cwd=tmp_path)
+    rows = [line for line in table.splitlines() if line.startswith("| tiny")]
+    assert [r.split("|")[1].strip() for r in rows] == [
+        "tiny:llama + LoRA on a 4-bit NF4 base (QLoRA) training tokens/s, batch 2 × 2 (best of 1)",
+        "tiny:llama + LoRA on a 4-bit NF4 base (QLoRA) first-step loss",
+        "tiny:llama + LoRA on a 4-bit NF4 base (QLoRA) peak RSS of the process (GiB)",
+    ]
+    assert rows[0].rstrip(" |").endswith("×") and "equal" in rows[1]
+    procs = [p["what"] for p in json.loads(out.with_suffix(".json").read_text())["processes"]]
+    assert procs == ["train-ours", "train-trainer"]  # no decoding, packing or checkpoint rows
+
+
 def test_gpu_bench_profile_on_cpu(tmp_path):
     table = run_bench("--models", "llama", "--profile", "--profile-steps", "2", cwd=tmp_path)
     assert "| llama ours | 2 | n/a (CPU) |" in table and "| llama trainer | 2 | n/a (CPU) |" in table
