@@ -189,3 +189,37 @@ def test_help_prints_commands_that_work_where_multimsd_is_installed(command, cap
     out = capsys.readouterr().out
     assert f"multimsd {command}" in out
     assert not re.search(r"python (align|train|evaluate)\.py|launch train\.py", out), out
+
+
+@pytest.mark.parametrize(
+    "override, hint",
+    [
+        ("optim.lr=0.001", "optim: no such key (did you mean train.optim.lr?)"),
+        ("aligner.threshold=0.5", "aligner: no such key (did you mean align.aligner.threshold?)"),
+        ("loss.theta=2", "loss: no such key (did you mean train.loss.theta?)"),
+        ("bootstrap.samples=100", "bootstrap: no such key (did you mean evaluate.bootstrap.samples?)"),
+        ("data.path=x", "data: no such key (did you mean align.data.path or train.data.path?)"),
+        ("optim.lrr=1", "optim: no such key (did you mean train.optim.lr?)"),  # misspelt too
+        ("model=tiny_llama", "model: no such key (did you mean train.model?)"),  # a stage's group
+    ],
+)
+def test_run_names_the_stage_of_a_stage_key_given_without_it(override, hint, tmp_path, capsys, monkeypatch):
+    # multimsd run optim.lr=… : the key is train's, given without its stage (issue #40)
+    with pytest.raises(SystemExit) as e:
+        front_door(monkeypatch, "run", override, f"output.dir={tmp_path / 'r'}")
+    assert e.value.code == 2
+    assert capsys.readouterr().err == f"error: run config: {hint}\n"
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize(
+    "override, line",
+    [
+        ("sweep.paramter=x", "sweep.paramter: no such key (did you mean sweep.parameter?)"),  # the run's own
+        ("nosuch.key=1", "nosuch: no such key"),  # nobody's
+    ],
+)
+def test_run_key_errors_that_are_no_stages_key_stay_as_they_were(override, line, capsys, monkeypatch):
+    with pytest.raises(SystemExit) as e:
+        front_door(monkeypatch, "run", override, "--cfg", "job")
+    assert e.value.code == 2 and capsys.readouterr().err == f"error: run config: {line}\n"

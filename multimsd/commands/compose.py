@@ -7,7 +7,9 @@ Every command reads its command line with Hydra's own parser (:func:`parse_comma
 from __future__ import annotations
 
 import argparse
+import re
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -49,15 +51,55 @@ def compose(
         with initialize_config_dir(version_base="1.3", config_dir=str(where), job_name="multimsd_run"):
             cfg = hydra_compose(config_name=config_name, overrides=overrides)
     except (HydraException, OmegaConfBaseException, ValueError) as e:
-        raise MultimsdError(f"{config_name} config: {config_error_line(e)}{_owner_hint(e)}") from None
+        message = f"{config_name} config: {config_error_line(e)}{_owner_hint(e)}"
+        missing = missing_key(e)
+        raise (NoSuchKey(message, *missing) if missing else MultimsdError(message)) from None
     finally:
         GlobalHydra.instance().clear()
     extra = extra_keys(cfg)
     if extra:
-        raise MultimsdError(f"{config_name} config: no such key: +{extra[0]}")
+        raise NoSuchKey(f"{config_name} config: no such key: +{extra[0]}", extra[0].split(" (")[0])
     # A deprecated name of output.dir (train.py's output_dir, the run's dir) becomes output.dir here, so every
     # config, and every fingerprint made from one, is the same whichever name was used.
     return use_output_dir(cfg, config_name, overrides)
+
+
+class NoSuchKey(MultimsdError):
+    """A key (or a config group, ``model=…``) that the config has not: ``key`` as the config would spell its
+    full path, ``closest`` the nearest valid one (``optim.lrr`` -> ``optim.lr``) or None."""
+
+    def __init__(self, message: str, key: str, closest: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
+        self.closest = closest
+
+
+def configs_with_key(config_names: Sequence[str], override: str, search: Sequence[str] = ()) -> list[str]:
+    """Which of these configs (``align``, ``train``, …) have the key of ``override`` (``optim.lr=1e-3``, a
+    group choice ``model=x``), each as ``NAME.KEY``: the key as given where the config takes it (a bad value
+    included), or, where only a part below its first one is misspelt, the config's closest spelling
+    (``optim.lrr`` -> ``train.optim.lr``). A config without the key's first part is left out. Each config is
+    composed with the override alone (a second or so each): for error messages."""
+    key = OVERRIDE_KEY.match(override)
+    if key is None:
+        return []
+    name = key["key"]
+    found: list[str] = []
+    for config_name in config_names:
+        try:
+            compose(config_name, [override], search=search)
+        except NoSuchKey as e:
+            if "." not in e.key:  # not even its first part: not this config's key
+                continue
+            found.append(f"{config_name}.{e.closest or name}")
+            continue
+        except MultimsdError:
+            pass  # composed up to its value (a bad value, an unknown preset): the key is this config's
+        found.append(f"{config_name}.{name}")
+    return found
+
+
+OVERRIDE_KEY = re.compile(r"^(?:\+{1,2}|~)?(?P<key>[\w.@/-]+?)(?:=|$)")
 
 
 def register_schemas() -> None:
@@ -138,21 +180,13 @@ def check_command_line(config_name: str, argv: list[str]) -> None:
 def config_error_line(e: BaseException) -> str:
     """One line for a config that cannot be composed (Hydra / OmegaConf), naming the key and, for a key that
     does not exist, the closest valid one: ``aligner.treshold: no such key (did you mean aligner.threshold?)``."""
-    import difflib
-
     first = (str(e).strip().splitlines() or [type(e).__name__])[0]
     x: BaseException | None = e
     while x is not None:
         full_key = getattr(x, "full_key", None)
-        parent = getattr(x, "parent_node", None)
         if full_key and type(x).__name__ in ("ConfigAttributeError", "ConfigKeyError"):
-            prefix, _, key = str(full_key).rpartition(".")
-            valid = [str(k) for k in parent] if isinstance(parent, DictConfig) else []
-            close = _output_dir_spelling(key, parent) or difflib.get_close_matches(
-                key, valid, n=1, cutoff=0.6
-            )
-            hint = f" (did you mean {prefix + '.' if prefix else ''}{close[0]}?)" if close else ""
-            return f"{full_key}: no such key{hint}"
+            closest = _closest_key(x)
+            return f"{full_key}: no such key" + (f" (did you mean {closest}?)" if closest else "")
         if full_key and type(x).__name__ == "ValidationError":
             return f"{full_key}: {(str(x).strip().splitlines() or [''])[0]}"
         x = x.__cause__ or x.__context__
@@ -160,6 +194,33 @@ def config_error_line(e: BaseException) -> str:
     if type(e).__name__ == "MissingConfigException" and options:
         return f"{first} (choose from {', '.join(sorted(options))})"
     return first
+
+
+def missing_key(e: BaseException) -> tuple[str, str | None] | None:
+    """The key a config that cannot be composed lacks and its closest valid spelling (or None), as
+    :func:`config_error_line` names them; a config group it has not (``Could not override 'model'``) too.
+    None for any other error (a bad value, an unknown preset)."""
+    x: BaseException | None = e
+    while x is not None:
+        full_key = getattr(x, "full_key", None)
+        if full_key and type(x).__name__ in ("ConfigAttributeError", "ConfigKeyError"):
+            return str(full_key), _closest_key(x)
+        if full_key and type(x).__name__ == "ValidationError":
+            return None
+        x = x.__cause__ or x.__context__
+    group = re.match(r"Could not override '([^']+)'\. No match in the defaults list", str(e).strip())
+    return (group[1], None) if group else None
+
+
+def _closest_key(x: BaseException) -> str | None:
+    """For OmegaConf's error on a key that does not exist: the closest valid key, its full path, or None."""
+    import difflib
+
+    parent = getattr(x, "parent_node", None)
+    prefix, _, key = str(getattr(x, "full_key", "")).rpartition(".")
+    valid = [str(k) for k in parent] if isinstance(parent, DictConfig) else []
+    close = _output_dir_spelling(key, parent) or difflib.get_close_matches(key, valid, n=1, cutoff=0.6)
+    return f"{prefix + '.' if prefix else ''}{close[0]}" if close else None
 
 
 def _output_dir_spelling(key: str, parent: Any) -> list[str]:

@@ -78,7 +78,9 @@ Options (read as multimsd align|train|evaluate read theirs):
 Errors in the input print one line and exit with status 2.
 """
 
-STAGE_KEY = re.compile(r"^(?P<op>\+{0,2}|~)(?P<stage>align|train|evaluate)\.(?P<rest>.+)$")
+# The stages whose configs a run holds overrides for (RunConfig's lists of the same names): align.<key>=v, …
+STAGES = ("align", "train", "evaluate")
+STAGE_KEY = re.compile(rf"^(?P<op>\+{{0,2}}|~)(?P<stage>{'|'.join(STAGES)})\.(?P<rest>.+)$")
 SYSTEM_TRAIN_KEY = re.compile(r"^(?P<op>\+{0,2}|~)systems\.(?P<name>[\w-]+)\.train\.(?P<rest>.+)$")
 SYSTEM_FIELD = re.compile(r"^\+{0,2}systems\.(?P<name>[\w-]+)\.(?P<field>kind|label|enabled)=(?P<value>.*)$")
 
@@ -88,7 +90,7 @@ def route(overrides: list[str]) -> tuple[list[str], dict[str, list[str]], dict[s
     and each system's (``systems.x.kind=icl``, ``systems.x.train.icl.shots=5`` -> x: kind icl, train
     ``icl.shots=5``; set on the composed config, so a new system needs no ``+``)."""
     own: list[str] = []
-    staged: dict[str, list[str]] = {"align": [], "train": [], "evaluate": []}
+    staged: dict[str, list[str]] = {stage: [] for stage in STAGES}
     per_system: dict[str, dict] = {}
     for o in overrides:
         if m := STAGE_KEY.match(o):
@@ -124,7 +126,7 @@ def run_config(overrides: list[str], user_dir: str | None) -> DictConfig:
     """The run's config from its command line: its own keys composed by Hydra (packaged presets, then the
     user's ``DIR/pipeline``), the stages' overrides appended to its lists, the systems' fields set; the
     plugins it names imported."""
-    from multimsd.commands.compose import compose
+    from multimsd.commands.compose import NoSuchKey, compose
     from multimsd.commands.plugins import load_plugins
     from multimsd.errors import MultimsdError
     from multimsd.paths import conf_dir
@@ -134,7 +136,10 @@ def run_config(overrides: list[str], user_dir: str | None) -> DictConfig:
     if user_dir is not None:  # a directory (parse_command_line checked it)
         own.append(f"config_dir={Path(user_dir).resolve()}")
     mine = [str(Path(user_dir) / "pipeline")] if user_dir and (Path(user_dir) / "pipeline").is_dir() else []
-    cfg = compose("run", own, config_dir=conf_dir() / "pipeline", search=mine)
+    try:
+        cfg = compose("run", own, config_dir=conf_dir() / "pipeline", search=mine)
+    except NoSuchKey as e:
+        raise stage_key_hint(e, own, [user_dir] if user_dir else []) from None
     for stage, extra in staged.items():
         cfg[stage] = [*cfg[stage], *extra]
     for name, fields in per_system.items():
@@ -154,6 +159,23 @@ def run_config(overrides: list[str], user_dir: str | None) -> DictConfig:
             cfg.systems[name][field] = value
     load_plugins(list(cfg.plugins))
     return cfg
+
+
+def stage_key_hint(e: Exception, own: list[str], search: list[str]) -> Exception:
+    """A key the run has not (``optim.lr=1e-3``) that is a stage's key given without its stage: the error
+    naming it as the run takes it, ``run config: optim: no such key (did you mean train.optim.lr?)``; each
+    stage that has it (``data.path``: align.data.path or train.data.path). Any other error as it was."""
+    from multimsd.commands.compose import OVERRIDE_KEY, configs_with_key
+    from multimsd.errors import MultimsdError
+
+    top = str(getattr(e, "key", "")).split(".")[0]
+    given = [o for o in own if (m := OVERRIDE_KEY.match(o)) and m["key"].split(".")[0] == top]
+    if not top or "." in str(e.key) or not given:  # a misspelt key below one of the run's own: not a stage's
+        return e
+    owners = configs_with_key(STAGES, given[0], search=search)
+    if not owners:
+        return e
+    return MultimsdError(f"run config: {e.key}: no such key (did you mean {' or '.join(owners)}?)")
 
 
 def show_config(cfg: DictConfig, what: str, resolve: bool = False) -> None:
