@@ -36,9 +36,19 @@ Why these choices:
 * **One lock per directory, nested**: ``multimsd run`` holds its run directory while its stages, in the same
   process, each hold their own (``<run>/.align.lock``, ``<run>/systems/.NAME.lock``, …): different files, no
   deadlock, and a stray ``multimsd train output.dir=<run>/systems/NAME`` is refused while the run trains it.
-* **Under ``accelerate launch`` with N processes only the global main process (``RANK`` 0, or no ``RANK``)
-  takes the lock**, before ``Accelerator()`` starts: N processes of one launch are one writer, and only the
-  main one writes the output directory. A refused launch's other processes stop when the main one exits.
+* **Under a launcher with N processes only the launcher's rank 0 takes the lock**, before ``Accelerator()``
+  starts: N processes of one launch are one writer, and only the main one writes the output directory. The
+  rank is the launcher's (:func:`multimsd.launcher.detect`): ``RANK`` / ``WORLD_SIZE`` from torchrun and
+  ``accelerate launch``, ``PMI_RANK`` / ``OMPI_COMM_WORLD_RANK`` / ``MV2_COMM_WORLD_RANK`` from MPI,
+  ``SLURM_PROCID`` of ``SLURM_STEP_NUM_TASKS`` from ``srun``; no such variable: one process, the writer.
+  A process of another rank skips the lock, so it must never write: it is in the main process's group or it
+  does not run. Hence the other half of the rule (issue #37): processes that no launcher joins (``srun -n 2``
+  or ``mpirun -n 2`` of a command, without torchrun) are refused here, every one of them, before anything is
+  written (:func:`multimsd.launcher.check_joinable`); and the training stage refuses, before the lock and
+  again right after ``Accelerator()``, a launch whose processes Accelerate did not join into one group of
+  the launcher's size (``conf/accelerate/ddp.yaml`` on a machine without a GPU: each process would be its own
+  ``num_processes 1`` main process; :func:`multimsd.launcher.check_training_launch`). A refused launch's other
+  processes stop with the same line, or when the launcher stops them.
 """
 
 from __future__ import annotations
@@ -72,8 +82,11 @@ def lock_path(path: Path | str) -> Path:
 
 
 def is_main_process() -> bool:
-    """Whether this process writes for its launch: ``RANK`` unset (one process) or 0 (torchrun's global main)."""
-    return os.environ.get("RANK", "0") in ("", "0")
+    """Whether this process writes for its launch: the launcher's rank 0 (``RANK``, an MPI rank or
+    ``SLURM_PROCID``: :func:`multimsd.launcher.detect`), or a process that no launcher started."""
+    from multimsd.launcher import is_main_process as main
+
+    return main()
 
 
 class WriterLock:
@@ -243,8 +256,15 @@ def output_lock(directory: Path | str, command: str, key: str = "output.dir") ->
 @contextlib.contextmanager
 def hold(directory: Path | str | None, command: str, key: str = "output.dir") -> Iterator[None]:
     """Hold the lock of output directory ``directory`` for the block (nothing when it is None, and on the
-    processes of a distributed launch other than the main one)."""
-    if directory is None or not str(directory) or not is_main_process():
+    processes of a distributed launch other than the main one). Processes that no launcher joined (``srun -n 2``
+    of a command) are refused, every one (:func:`multimsd.launcher.check_joinable`)."""
+    from multimsd.launcher import check_joinable
+
+    if directory is None or not str(directory):
+        yield
+        return
+    check_joinable()
+    if not is_main_process():
         yield
         return
     with output_lock(directory, command, key):

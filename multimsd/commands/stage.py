@@ -62,9 +62,12 @@ def run_stage(run: Callable[[Any], Any], cfg: Any) -> Any:
     from multimsd.console import quiet_console
     from multimsd.errors import MultimsdError
     from multimsd.fsutil import disk_error
+    from multimsd.launcher import is_main_process
 
     quiet_console()  # library deprecation warnings off, log lines apart from progress bars (commands only)
-    logging.getLogger("multimsd").setLevel(logging.INFO)
+    # Our notes ("LoRA: … trainable") from the launcher's rank 0 only: one line per launch, not one per process;
+    # warnings from every process (multimsd.launcher).
+    logging.getLogger("multimsd").setLevel(logging.INFO if is_main_process() else logging.WARNING)
     for name in NOISY_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)
     try:

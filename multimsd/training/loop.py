@@ -30,7 +30,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from multimsd import interrupts, runlock
+from multimsd import interrupts, launcher, runlock
 from multimsd.console import progress_bar, say
 from multimsd.early_stopping import early_stopping
 from multimsd.errors import MultimsdError
@@ -123,6 +123,9 @@ def run(cfg: TrainConfig | DictConfig | dict) -> dict:
     """Train (or prompt, ``mode=icl``) and evaluate; return the final metrics (also in all_results.json)."""
     cfg = to_train_config(cfg)
     check_config(cfg)
+    # A multi-process launch is one process group or nothing: refused here, before the lock, when Accelerate
+    # would not join its processes (GPU configs on a machine without one: multimsd.launcher)
+    launcher.check_training_launch()
     progress = Progress(cfg)
     with (
         runlock.hold(cfg.output.dir, "train"),
@@ -155,6 +158,7 @@ def _run(cfg: TrainConfig, progress: Progress) -> dict:
         # seed given: torch.initial_seed() at prepare time changes with any torch.manual_seed on the way).
         dataloader_config=DataLoaderConfiguration(use_seedable_sampler=True, data_seed=cfg.seed),
     )
+    launcher.check_group(accelerator)  # the launcher's processes are this group, before anything is written
     set_seed(cfg.seed)
     fingerprint = config_fingerprint(cfg)
     check_resume_target(out, fingerprint, cfg)

@@ -15,11 +15,14 @@ from hydra.core.utils import JobReturn
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
+from multimsd.launcher import is_main_process
 from multimsd.outdir import output_dir_of
 
 
 class SweepSummary(Callback):
     def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
+        if not is_main_process():  # one line per job, not one per process of its launch (issue #37)
+            return
         sweep_dir = Path(config.hydra.sweep.dir)
         sweep_dir.mkdir(parents=True, exist_ok=True)
         # The job's config as Hydra composed it: output.dir, or the deprecated output_dir when that was used.
