@@ -223,3 +223,19 @@ def test_run_key_errors_that_are_no_stages_key_stay_as_they_were(override, line,
     with pytest.raises(SystemExit) as e:
         front_door(monkeypatch, "run", override, "--cfg", "job")
     assert e.value.code == 2 and capsys.readouterr().err == f"error: run config: {line}\n"
+
+
+@pytest.mark.parametrize(
+    "sweep, values",
+    [
+        ([], [1, 4]),  # run.yaml's θ sweep
+        (["sweep.parameter=optim.lr", "sweep.values=[1e-4,3e-4]"], [0.0001, 0.0003]),
+        (["sweep.parameter=optim.scheduler", "sweep.values=[linear,constant]"], ["linear", "constant"]),
+    ],
+)
+def test_run_cfg_job_shows_sweep_values_with_their_types(sweep, values, tmp_path, capsys, monkeypatch):
+    import yaml
+
+    front_door(monkeypatch, "run", "debug=tiny", f"output.dir={tmp_path / 'r'}", *sweep, "--cfg", "job")
+    shown = yaml.safe_load(capsys.readouterr().out.split("# stage ")[0])["sweep"]["values"]
+    assert shown == values and [type(v) for v in shown] == [type(v) for v in values]

@@ -265,3 +265,12 @@ def test_a_300_by_300_article_is_served_with_nothing_encoded(
     assert len(body["combined"]["ranking"]) == 5
     assert client.get("/api/info").json()["sentences_encoded"] == 0 == corpus.n_encoded
     corpus.close()
+
+
+def test_api_info_lists_each_scorer_once(run_dir, tmp_path):
+    # "cosine" is the embedder's; the string cosine is a part of "lexical" (it was listed twice, issue #40)
+    _, corpus, client = studio(run_dir, tmp_path)
+    names = client.get("/api/info").json()["align"]["scorers"]
+    assert len(names) == len(set(names)) and names[:3] == ["cosine", "lexical", "levenshtein_char"]
+    assert set(names) >= {"jaccard", "dice", "ngram4"}
+    corpus.close()

@@ -186,10 +186,15 @@ def show_config(cfg: DictConfig, what: str, resolve: bool = False) -> None:
     from omegaconf import OmegaConf
 
     from multimsd.pipeline.run import plan
+    from multimsd.pipeline.sweep import parse_value
 
     stages = plan(cfg, Path(cfg.output.dir).resolve())
     if what in ("job", "all"):
-        print(OmegaConf.to_yaml(cfg, resolve=resolve))
+        # sweep.values are strings in the schema (any train key's values): shown as the values they stand for
+        # (numbers as numbers: loss.theta's [1, 4], not ['1', '4']), as the run reads them (parse_value)
+        shown = OmegaConf.to_container(cfg, resolve=resolve)
+        shown["sweep"]["values"] = [parse_value(v) for v in shown["sweep"]["values"]]
+        print(OmegaConf.to_yaml(OmegaConf.create(shown), resolve=resolve))
     for stage in stages:
         print(f"# stage {stage.name}: {stage.out}")
         if what in ("hydra", "all"):

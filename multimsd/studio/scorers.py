@@ -168,7 +168,9 @@ def n_encoded(corpus: Corpus) -> int:
 def scorer_names() -> list[str]:
     from multimsd.alignment.api import string_scorers
 
-    return ["cosine", "lexical", *string_scorers()]
+    # "cosine" is the run's embedder here; the lexical aligner's string cosine (also named "cosine") stays a
+    # part of the "lexical" mean, not a scorer of its own: each name once.
+    return list(dict.fromkeys(["cosine", "lexical", *string_scorers()]))
 
 
 # The columns the page shows unless told otherwise: the embedder, the string-metric mean, two of its parts.
