@@ -477,3 +477,105 @@ def test_the_report_warns_when_the_selected_systems_validation_outputs_are_degen
         "generation.max_new_tokens or look at the outputs before relying on the choice."
     ]
     assert run.meta["sweep"]["selected"] == "finetuned_theta4"  # the selection itself is the paper's
+
+
+# ------------------------------------------------------------------------------------------- a tie (issue #40)
+def write_validation_scores(run_dir: Path, scores: dict[str, float]) -> None:
+    for name, m in scores.items():
+        d = run_dir / "systems" / name
+        d.mkdir(parents=True)
+        v = {"sari": m, "bleu": m, "mean_sari_bleu": m}
+        (d / "all_results.json").write_text(json.dumps({"validation": v}), encoding="utf-8")
+
+
+def test_a_tied_selection_says_tie_and_the_rule_in_the_report_and_on_the_console(tmp_path):
+    from multimsd.pipeline.run import select_swept, summary_lines
+
+    # lr 3e-4 listed first in sweep.values, 1e-4 second: the same validation mean(SARI, BLEU)
+    swept = ["finetuned_lr3em4", "finetuned_lr1em4", "finetuned_lr1em3"]
+    write_validation_scores(
+        tmp_path, {"finetuned_lr3em4": 25.0, "finetuned_lr1em4": 25.0, "finetuned_lr1em3": 9.0}
+    )
+    sweep = {"parameter": "optim.lr", "systems": swept, **select_swept(tmp_path, swept)}
+    assert sweep["selected"] == "finetuned_lr3em4"  # the rule the report states: the first in sweep.values
+    line = [x for x in summary_lines({"dir": str(tmp_path), "sweep": sweep}) if x.startswith("sweep over")]
+    assert line == [
+        "sweep over optim.lr: finetuned_lr3em4 selected by mean(sari,bleu) on validation (25.00) — a tie: "
+        "finetuned_lr3em4 and finetuned_lr1em4 score the same (25.00); a tie goes to the value listed first "
+        "in sweep.values"
+    ]
+    run = report_run(
+        "optim.lr",
+        {
+            "finetuned_lr3em4": ({"parameter": "optim.lr", "value": 3e-4}, 1.0, 30.0, 4.0),
+            "finetuned_lr1em4": ({"parameter": "optim.lr", "value": 1e-4}, 1.0, 31.0, 5.0),
+            "finetuned_lr1em3": ({"parameter": "optim.lr", "value": 1e-3}, 1.0, 20.0, 2.0),
+        },
+    )
+    run.meta["sweep"] = sweep
+    sec = sweep_section(run)
+    assert [r[1].text for r in table_of(sec).rows] == [
+        "label finetuned_lr1em4 (tie)",
+        "label finetuned_lr3em4 (selected, tie)",
+        "label finetuned_lr1em3",
+    ]
+    text = next(b.text for b in sec.blocks if getattr(b, "text", "").startswith("Selected"))
+    assert (
+        "label finetuned_lr3em4 — a tie: label finetuned_lr3em4 and label finetuned_lr1em4 score the same "
+        "(25.00); a tie goes to the value listed first in sweep.values." in text
+    )
+    md = render_markdown("t", [sec], "")
+    assert "(selected, tie)" in md and "a tie goes to the value listed first in sweep.values" in md
+
+
+def test_no_tie_is_said_when_the_best_validation_score_is_one_systems(tmp_path):
+    from multimsd.pipeline.run import select_swept, summary_lines
+
+    swept = ["finetuned_theta1", "finetuned_theta4"]
+    write_validation_scores(tmp_path, {"finetuned_theta1": 20.0, "finetuned_theta4": 20.000001})
+    sweep = {"parameter": "loss.theta", "systems": swept, **select_swept(tmp_path, swept)}
+    line = [x for x in summary_lines({"dir": str(tmp_path), "sweep": sweep}) if x.startswith("sweep over")]
+    assert line == [
+        "sweep over loss.theta: finetuned_theta4 selected by mean(sari,bleu) on validation (20.00)"
+    ]
+    run = report_run("loss.theta", {n: (None, float(n[-1]), 1.0, 1.0) for n in swept})
+    run.meta["sweep"] = sweep
+    assert [r[1].text for r in table_of(sweep_section(run)).rows] == [
+        "label finetuned_theta1",
+        "label finetuned_theta4 (selected)",
+    ]
+
+
+def test_a_tie_on_the_mean_over_seeds_says_so_too():
+    from multimsd.pipeline.run import summary_lines
+    from multimsd.pipeline.seeds import select_on_seed_mean
+    from multimsd.report.seeds import seeds_section
+
+    v = {"sari": 20.0, "bleu": 10.0, "mean_sari_bleu": 15.0}
+    sweep = select_on_seed_mean({"ft_theta4": {1: v, 2: v}, "ft_theta1": {1: v, 2: v}})
+    assert sweep["selected"] == "ft_theta4"  # listed first
+    lines = summary_lines({"dir": ".", "sweep": {"parameter": "loss.theta", **sweep}})
+    assert (
+        "— a tie: ft_theta4 and ft_theta1 score the same (15.00); a tie goes to the value listed first"
+        in (lines[0])
+    )
+    members = {b: [f"{b}_seed1", f"{b}_seed2"] for b in ("ft_theta4", "ft_theta1")}
+    run = report_run(
+        "loss.theta",
+        {
+            m: ({"parameter": "loss.theta", "value": float(b[-1])}, 1.0, 1.0, 1.0)
+            for b in members
+            for m in members[b]
+        },
+    )
+    run.meta["seeds"] = {
+        "seeds": [1, 2],
+        "systems": {b: {"label": f"θ = {b[-1]}", "systems": {}, "en": {}} for b in members},
+    }
+    run.meta["sweep"] = {"parameter": "loss.theta", "seed_systems": members, **sweep}
+    sec = seeds_section(run)
+    selection = [b for b in sec.blocks if isinstance(b, Table) and b.caption.startswith("Selection")][0]
+    assert [r[1].text for r in selection.rows] == ["θ = 4 (selected, tie)", "θ = 1 (tie)"]
+    assert any(
+        "θ = 4 — a tie: θ = 4 and θ = 1 score the same (15.00)" in getattr(b, "text", "") for b in sec.blocks
+    )

@@ -472,6 +472,20 @@ def _run(cfg: DictConfig, argv: list[str] | None) -> dict:
     return results
 
 
+def selection_lines(sweep: dict) -> list[str]:
+    """The sweep's selection, and a tie with the rule that broke it (:func:`multimsd.report.sweep.tie_text`):
+    ``sweep over loss.theta: finetuned_theta1 selected by mean(sari,bleu) on validation (30.12) — a tie: …``."""
+    from multimsd.report.sweep import tie_text
+
+    selected = sweep.get("selected")
+    if not selected:
+        return []
+    score = (sweep.get("validation") or {}).get(selected, {}).get("mean_sari_bleu")
+    shown = f" ({score:.2f})" if isinstance(score, (int, float)) else ""
+    by = sweep.get("selected_by") or "validation"
+    return [f"sweep over {sweep.get('parameter')}: {selected} selected by {by}{shown}{tie_text(sweep)}"]
+
+
 def summary_lines(results: dict) -> list[str]:
     """What the command prints at the end: per system and language SARI [CI] / BLEU, and where things are."""
     lines = []
@@ -485,6 +499,7 @@ def summary_lines(results: dict) -> list[str]:
             )
     if results.get("seeds"):
         lines += seed_summary_lines(results["seeds"])
+    lines += selection_lines(results.get("sweep") or {})
     report: Any = results.get("report") or {}
     lines.append(f"run directory: {results['dir']}")
     lines.append(f"results: {Path(results['dir']) / 'results.json'}")

@@ -6,7 +6,16 @@ from __future__ import annotations
 
 from multimsd.render.blocks import Cell, Paragraph, Section, Table, interval, num
 from multimsd.report.load import Run
-from multimsd.report.sweep import is_number, selection_warnings, swept_value, value_chart, value_text
+from multimsd.report.sweep import (
+    is_number,
+    mark,
+    selection_tie,
+    selection_warnings,
+    swept_value,
+    tie_text,
+    value_chart,
+    value_text,
+)
 
 NAMES = {"sari": "SARI", "bleu": "BLEU", "fkgl": "FKGL", "novelty": "novel %"}
 
@@ -76,6 +85,7 @@ def _selection(run: Run, sweep: dict, groups: dict) -> list:
     param = sweep.get("parameter", "θ")
     val, selected = sweep.get("validation") or {}, sweep.get("selected")
     listed = " / ".join(str(s) for s in (run.meta.get("seeds") or {}).get("seeds") or [])
+    tied = selection_tie(sweep)
     rows = []
     for base, members in sweep["seed_systems"].items():
         value = swept_value(run, members[0], param) if members else None
@@ -85,7 +95,7 @@ def _selection(run: Run, sweep: dict, groups: dict) -> list:
         rows.append(
             [
                 Cell("–" if value is None else value_text(value), num=value is None or is_number(value)),
-                Cell(label + (" (selected)" if base == selected else "")),
+                Cell(label + mark(base, selected, tied)),
                 Cell(
                     _mean_sd({"mean": v.get("mean_sari_bleu"), "sd": v.get("mean_sari_bleu_sd")})
                     if v
@@ -101,7 +111,8 @@ def _selection(run: Run, sweep: dict, groups: dict) -> list:
         label = (groups.get(selected) or {}).get("label") or selected
         blocks.append(
             Paragraph(
-                f"Selected on the mean over seeds of mean(SARI, BLEU) on the validation split: {label}. "
+                f"Selected on the mean over seeds of mean(SARI, BLEU) on the validation split: {label}"
+                f"{tie_text(sweep, lambda b: (groups.get(b) or {}).get('label') or b)}. "
                 "Test scores play no part in the choice."
             )
         )

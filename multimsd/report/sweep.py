@@ -8,6 +8,8 @@ records swept θ only, and its systems' ``theta`` stands in for them. Numbers ar
 values; other values (strings, booleans) as bars, one group per value, in the order of ``sweep.values``.
 
 The selection (``sweep.selected``, made by the pipeline on validation mean(SARI, BLEU)) is shown as recorded.
+A tie (another swept system with exactly the selected one's validation mean) is said, with the rule that broke
+it (:data:`TIE_RULE`: the pipeline's ``max`` keeps the first of equal scores, in the run's order of systems).
 """
 
 from __future__ import annotations
@@ -69,6 +71,34 @@ def value_chart(
     return Chart(title, svg, title)
 
 
+# How multimsd.pipeline.run.select_swept / multimsd.pipeline.seeds.select_on_seed_mean break a tie: max() over the
+# swept systems in the run's order (each trained system's values in the order of sweep.values) keeps the first.
+TIE_RULE = "a tie goes to the value listed first in sweep.values"
+
+
+def selection_tie(sweep: dict) -> list[str]:
+    """The swept systems (with seeds: the swept values' base names) whose validation mean(SARI, BLEU) is exactly
+    the selected one's, the selected first, in the run's order after it; [] when nothing ties with it."""
+    val, selected = sweep.get("validation") or {}, sweep.get("selected")
+    best = (val.get(selected) or {}).get("mean_sari_bleu")
+    if best is None:
+        return []
+    tied = [n for n, v in val.items() if n != selected and (v or {}).get("mean_sari_bleu") == best]
+    return [selected, *tied] if tied else []
+
+
+def tie_text(sweep: dict, label=str) -> str:
+    """`` — a tie: A and B score the same (31.20); a tie goes to the value listed first in sweep.values`` for
+    a tied selection (``label``: name -> how to print it), else ``""``."""
+    tied = selection_tie(sweep)
+    if not tied:
+        return ""
+    names = [label(n) for n in tied]
+    both = " and ".join(names) if len(names) == 2 else ", ".join(names[:-1]) + " and " + names[-1]
+    score = num(sweep["validation"][tied[0]]["mean_sari_bleu"])
+    return f" — a tie: {both} score the same ({score}); {TIE_RULE}"
+
+
 def selection_warnings(run: Run, sweep: dict, selected: dict[str, str]) -> list:
     """A warning under the selection when a selected system's *validation* outputs are degenerate
     (``sweep.validation_flagged``, :func:`multimsd.pipeline.sweep.validation_flags`): the choice rests on
@@ -125,10 +155,11 @@ def sweep_section(run: Run) -> Section | None:
     sec.blocks.append(value_chart(title, param, "score (avg over languages)", [p[0] for p in pts], series))
     val = sweep.get("validation") or {}
     selected = sweep.get("selected")
+    tied = selection_tie(sweep)
     rows = [
         [
             Cell(value_text(v), num=is_number(v)),
-            Cell(run.label(n) + (" (selected)" if n == selected else "")),
+            Cell(run.label(n) + mark(n, selected, tied)),
             Cell(num(s), num=True),
             Cell(num(b), num=True),
             Cell(num((val.get(n) or {}).get("mean_sari_bleu")), num=True, bold=n == selected),
@@ -144,10 +175,17 @@ def sweep_section(run: Run) -> Section | None:
         sec.blocks.append(
             Paragraph(
                 f"Selected as the paper does, by the mean of SARI and BLEU on the validation split: "
-                f"{run.label(selected)}. Test scores play no part in the choice."
+                f"{run.label(selected)}{tie_text(sweep, run.label)}. Test scores play no part in the choice."
             )
         )
         sec.blocks.extend(selection_warnings(run, sweep, {selected: run.label(selected)}))
     header = [param, "system", "test SARI", "test BLEU", "val mean(SARI, BLEU)"]
     sec.blocks.append(Table(header, rows, caption=f"Scores per {param}"))
     return sec
+
+
+def mark(name: str, selected: str | None, tied: list[str]) -> str:
+    """A swept system's mark in a selection table: `` (selected)``, `` (selected, tie)``, `` (tie)`` or none."""
+    if name == selected:
+        return " (selected, tie)" if tied else " (selected)"
+    return " (tie)" if name in tied else ""
