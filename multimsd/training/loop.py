@@ -23,8 +23,10 @@ import json
 import logging
 import math
 import time
+from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
+from typing import Any
 
 import torch
 from omegaconf import DictConfig, OmegaConf
@@ -134,19 +136,53 @@ def run(cfg: TrainConfig | DictConfig | dict) -> dict:
         return _run(cfg, progress)
 
 
+@dataclass
+class Session:
+    """What a training run holds between its seams: :func:`build` makes it, :func:`train_step` and
+    :func:`end_epoch` advance it, :func:`finish` writes its results. Tests call the seams one by one."""
+
+    cfg: TrainConfig
+    kind: ModelKind
+    out: Path
+    accelerator: Any
+    model: Any
+    tokenizer: Any
+    rows: dict  # split -> rows, as loaded
+    progress: Progress
+    packing: bool = False  # data.packing where the kind and the device allow it
+    train_dl: Any = None
+    val_dl: Any = None
+    optimizer: Any = None
+    scheduler: Any = None
+    losses: MicroBatchLoss | None = None
+    state: TrainState = field(default_factory=TrainState)
+    results: dict = field(default_factory=dict)
+
+    def eval_rows(self, split: str) -> list[dict]:
+        """The rows of ``split`` that are generated and scored: ``data.max_eval_examples`` per language."""
+        return cap_per_language(self.rows[split], self.cfg.data.max_eval_examples)
+
+
 def _run(cfg: TrainConfig, progress: Progress) -> dict:
+    s = build(cfg, progress)
+    if cfg.mode == "icl":
+        return run_icl(s)
+    prepare_training(s)
+    train(s)
+    return finish(s)
+
+
+# ---------------------------------------------------------------------------------------------- build
+def build(cfg: TrainConfig, progress: Progress) -> Session:
+    """Data, the accelerator and the model (LoRA / quantization as configured), seeded."""
     from accelerate import Accelerator
     from accelerate.utils import DataLoaderConfiguration, set_seed
 
-    kind = get_kind(cfg.model.kind)
     out = Path(cfg.output.dir)
     check_writable_dir(out, "output.dir")  # before loading data and model, not at the first write
     rows = select(load_pairs(cfg.data.path, cfg.data), cfg.data, cfg.seed)
     if not rows["train"] and cfg.mode == "train":
         raise MultimsdError("the training split is empty")
-    val_rows = cap_per_language(rows["validation"], cfg.data.max_eval_examples)
-    test_rows = cap_per_language(rows["test"], cfg.data.max_eval_examples)
-
     # Build a local model (offline:/tiny:/random:) now, before Accelerator() starts torch.distributed (see
     # model_path): the ranks of one launch then build it once, under a lock, with every file written.
     model_path(cfg.model)
@@ -160,111 +196,121 @@ def _run(cfg: TrainConfig, progress: Progress) -> dict:
     )
     launcher.check_group(accelerator)  # the launcher's processes are this group, before anything is written
     set_seed(cfg.seed)
-    fingerprint = config_fingerprint(cfg)
-    check_resume_target(out, fingerprint, cfg)
+    check_resume_target(out, config_fingerprint(cfg), cfg)
     model, tokenizer = load_model_and_tokenizer(cfg.model, rows["train"], cfg.data.paraphrase)
-    if cfg.mode == "icl":
-        return run_icl(cfg, model, tokenizer, rows, val_rows, test_rows, accelerator, out)
+    return Session(cfg, get_kind(cfg.model.kind), out, accelerator, model, tokenizer, rows, progress)
 
-    # --- data: tokenised once on the main process first (the others then read the same result)
+
+def build_dataloaders(s: Session) -> dict:
+    """The tokenised splits' loaders (packed where the kind and the device allow); returns the first training
+    example collated, the probe of :class:`MicroBatchLoss`."""
     from multimsd.paths import cache_dir
 
+    cfg, kind, accelerator = s.cfg, s.kind, s.accelerator
+    # tokenised once on the main process first (the others then read the same result)
     with accelerator.main_process_first():
         tok = {
             split: tokenize_dataset(
-                tokenizer, rows[split], cfg.model.kind, cfg.data.max_length, cache_dir() / "tokenized"
+                s.tokenizer, s.rows[split], cfg.model.kind, cfg.data.max_length, cache_dir() / "tokenized"
             )
             for split in ("train", "validation")
         }
     if len(tok["train"]) == 0:
         raise MultimsdError("no training example fits data.max_length")
-    collate = Collator(tokenizer.pad_token_id)
+    collate = Collator(s.tokenizer.pad_token_id)
     cols = ["input_ids", "labels", "novel"]
-    packing = check_attention(cfg, kind, model, accelerator.device.type)  # GPU: no dense-mask attention
-    if cfg.data.packing and not packing:
+    s.packing = check_attention(cfg, kind, s.model, accelerator.device.type)  # GPU: no dense-mask attention
+    if cfg.data.packing and not s.packing:
         log.warning("data.packing: model.kind=%s takes padded batches; packing is off", kind.name)
-    collate_train = PackingCollator() if packing else collate
-    train_dl = train_dataloader(
-        tok["train"].select_columns(cols), cfg.data, cfg.optim.batch_size, cfg.seed, collate_train
-    )
-    val_dl = (
-        eval_dataloader(tok["validation"].select_columns(cols), cfg.eval.batch_size, cfg.seed, collate)
-        if len(tok["validation"])
-        else None
-    )
+    train_rows = tok["train"].select_columns(cols)
+    collate_train = PackingCollator() if s.packing else collate
+    s.train_dl = train_dataloader(train_rows, cfg.data, cfg.optim.batch_size, cfg.seed, collate_train)
+    if len(tok["validation"]):
+        val_rows = tok["validation"].select_columns(cols)
+        s.val_dl = eval_dataloader(val_rows, cfg.eval.batch_size, cfg.seed, collate)
+    return collate([train_rows[0]])
 
-    # --- optimisation
-    optimizer = build_optimizer(cfg.optim, [p for p in model.parameters() if p.requires_grad])
-    steps_per_epoch = math.ceil(len(train_dl) / cfg.optim.grad_accum)
-    total_steps = steps_per_epoch * cfg.optim.epochs
-    if cfg.optim.max_steps:
-        total_steps = min(total_steps, cfg.optim.max_steps)
+
+def build_optimization(s: Session) -> None:
+    """The optimizer (optim.optimizer) and the learning-rate schedule over the run's optimizer steps."""
     from transformers import get_scheduler
 
+    cfg = s.cfg
+    s.optimizer = build_optimizer(cfg.optim, [p for p in s.model.parameters() if p.requires_grad])
+    total_steps = math.ceil(len(s.train_dl) / cfg.optim.grad_accum) * cfg.optim.epochs
+    if cfg.optim.max_steps:
+        total_steps = min(total_steps, cfg.optim.max_steps)
     if cfg.optim.scheduler == "exponential":
         # lr * gamma ** step. Accelerate steps a prepared scheduler once per process at every optimizer step
         # (AcceleratedScheduler), hence gamma ** (1 / processes) per call: gamma per optimizer step.
-        scheduler = torch.optim.lr_scheduler.ExponentialLR(
-            optimizer, cfg.optim.gamma ** (1 / accelerator.num_processes)
-        )
+        gamma = cfg.optim.gamma ** (1 / s.accelerator.num_processes)
+        s.scheduler = torch.optim.lr_scheduler.ExponentialLR(s.optimizer, gamma)
     else:
-        scheduler = get_scheduler(
+        s.scheduler = get_scheduler(
             cfg.optim.scheduler,
-            optimizer,
+            s.optimizer,
             num_warmup_steps=int(cfg.optim.warmup_ratio * total_steps),
             num_training_steps=total_steps,
         )
-    model, optimizer, train_dl, scheduler = accelerator.prepare(model, optimizer, train_dl, scheduler)
-    if val_dl is not None:
-        val_dl = accelerator.prepare(val_dl)
+
+
+def prepare_training(s: Session) -> None:
+    """Loaders, optimizer, Accelerate's ``prepare``, the micro-batch loss, the resume state, the results' head."""
+    cfg, accelerator = s.cfg, s.accelerator
+    probe = build_dataloaders(s)
+    build_optimization(s)
+    s.model, s.optimizer, s.train_dl, s.scheduler = accelerator.prepare(
+        s.model, s.optimizer, s.train_dl, s.scheduler
+    )
+    if s.val_dl is not None:
+        s.val_dl = accelerator.prepare(s.val_dl)
     # forward + loss of a micro-batch: chunked from the hidden states where it applies (checked once on the first
     # training example), else from the logits (multimsd.training.forward)
-    probe = {k: t.to(accelerator.device) for k, t in collate([tok["train"].select_columns(cols)[0]]).items()}
-    losses = MicroBatchLoss(cfg, kind, model, tokenizer, accelerator, probe)
-    state = TrainState()
-    accelerator.register_for_checkpointing(state)
+    probe = {k: t.to(accelerator.device) for k, t in probe.items()}
+    s.losses = MicroBatchLoss(cfg, s.kind, s.model, s.tokenizer, accelerator, probe)
+    accelerator.register_for_checkpointing(s.state)
     register_trainable_only_hooks(accelerator)  # a LoRA checkpoint holds the adapter, not the frozen base
+    fingerprint = config_fingerprint(cfg)
     if cfg.report_to:
         accelerator.init_trackers("multimsd", config=fingerprint)
-
-    resumed_from = None
-    ckpt = last_checkpoint(out) if cfg.resume else None
+    ckpt = last_checkpoint(s.out) if cfg.resume else None
     if ckpt is not None:
-        load_checkpoint(accelerator, ckpt, model)
-        resumed_from = str(ckpt)
-        accelerator.print(f"resumed from {ckpt} (epoch {state.epoch}, step {state.step})")
+        load_checkpoint(accelerator, ckpt, s.model)
+        accelerator.print(f"resumed from {ckpt} (epoch {s.state.epoch}, step {s.state.step})")
     elif accelerator.is_main_process:
-        out.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(out / "train_config.json", json.dumps(fingerprint, indent=2) + "\n")
+        s.out.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(s.out / "train_config.json", json.dumps(fingerprint, indent=2) + "\n")
     if accelerator.is_main_process:
-        remove_partial_checkpoints(out)  # what a run killed (SIGKILL) while saving one left
-
+        remove_partial_checkpoints(s.out)  # what a run killed (SIGKILL) while saving one left
     # how the steps were computed (loss.chunked / data.packing apply where they can, see multimsd.training.forward)
-    results: dict = {
-        "resumed_from": resumed_from,
-        "chunked_loss": losses.chunked,
-        "packing": packing,
+    s.results = {
+        "resumed_from": None if ckpt is None else str(ckpt),
+        "chunked_loss": s.losses.chunked,
+        "packing": s.packing,
         # the base's storage (QLoRA: 4bit / 8bit; multimsd.training.quantization); none for other kinds
-        "quantization": getattr(kind.settings(cfg.model), "quantization", "none"),
+        "quantization": getattr(s.kind.settings(cfg.model), "quantization", "none"),
     }
     if cfg.eval.before_training and ckpt is None:
-        results["before"] = evaluate_epoch(cfg, model, tokenizer, val_dl, val_rows, accelerator, losses)
-        accelerator.print(f"before training: {_fmt(results['before'])}")
+        s.results["before"] = evaluate(s)
+        accelerator.print(f"before training: {_fmt(s.results['before'])}")
 
-    # --- the loop
-    model.train()
-    scale = cfg.optim.grad_accum * accelerator.num_processes  # see multimsd.training.loss: undo averaging
-    progress.start(state, len(train_dl), cfg)  # this process's optimizer steps: progress.total
+
+# ---------------------------------------------------------------------------------------------- the loop
+def train(s: Session) -> None:
+    """Epochs of optimizer steps, each ended by :func:`end_epoch`, until done, stopped early or out of epochs."""
+    cfg, state, accelerator = s.cfg, s.state, s.accelerator
+    s.model.train()
+    s.progress.start(state, len(s.train_dl), cfg)  # this process's optimizer steps: progress.total
     shown = accelerator.is_local_main_process  # a bar on a terminal, else a line per epoch (multimsd.console)
     bar = progress_bar(
-        total=progress.total, initial=state.step, desc="training", unit="step", disable=not shown
+        total=s.progress.total, initial=state.step, desc="training", unit="step", disable=not shown
     )
     while not state.done and state.epoch < cfg.optim.epochs:
-        train_dl.set_epoch(state.epoch)
+        s.train_dl.set_epoch(state.epoch)
         dl = (
-            accelerator.skip_first_batches(train_dl, state.batches_in_epoch)
+            accelerator.skip_first_batches(s.train_dl, state.batches_in_epoch)
             if state.batches_in_epoch
-            else train_dl
+            else s.train_dl
         )
         it = iter(dl)
         while True:
@@ -273,98 +319,118 @@ def _run(cfg: TrainConfig, progress: Progress) -> dict:
             window = list(islice(it, cfg.optim.grad_accum))
             if not window:
                 break
-            # The step's clock starts with its batches in hand, as a benchmark times the 🤗 Trainer's steps.
             t0 = time.perf_counter()
-            # Count the label tokens over all processes first, so every micro-batch loss is normalised by the
-            # same global number. The collator's target_index gives the count on the host: nothing inside the
-            # step waits for the device until its loss is read at the end.
-            n_local = sum(label_count(kind, b) for b in window)
-            if accelerator.num_processes > 1:
-                n_global = (
-                    accelerator.gather(torch.tensor([n_local], device=accelerator.device)).sum().clamp(min=1)
-                )
-            else:
-                n_global = max(n_local, 1)
-            step_loss = torch.zeros((), device=accelerator.device)
-            # this process's non-pad input + label tokens of the step (throughput, benchmarks), on the device
-            tokens = torch.zeros((), dtype=torch.long, device=accelerator.device)
-            for micro, batch in enumerate(window):
-                # The window is the optimizer step: gradients sync (DDP) and the optimizer steps at its last
-                # micro-batch, and only there. (accelerator.accumulate() syncs at every micro-batch once the
-                # epoch's last batch has been fetched, which a fetched-ahead window always has at an epoch's end:
-                # it stepped grad_accum times on partial gradients there.)
-                accelerator.sync_gradients = micro == len(window) - 1
-                with contextlib.nullcontext() if accelerator.sync_gradients else accelerator.no_sync(model):
-                    loss = losses(model, batch, step=state.step, micro_batch=micro, num_items=n_global)
-                    accelerator.backward(loss * scale)
-                    if accelerator.sync_gradients and cfg.optim.max_grad_norm:
-                        accelerator.clip_grad_norm_(model.parameters(), cfg.optim.max_grad_norm)
-                    optimizer.step()
-                    scheduler.step()
-                    optimizer.zero_grad()
-                step_loss += loss.detach()
-                state.batches_in_epoch += 1
-                tokens += input_tokens(batch) + label_count(kind, batch)
-            # One read of the device per step (loss and token count together): it waits for the step's last
-            # kernel, so the step's time is its compute and not just its kernel launches.
-            loss_sum = accelerator.reduce(step_loss, reduction="sum")
-            loss_value, tokens = torch.stack([loss_sum.double(), tokens.double()]).tolist()
-            tokens = int(tokens)
-            state.train_tokens += tokens
-            state.step += 1
-            seconds = time.perf_counter() - t0
-            state.train_seconds += seconds
-            state.history.append(
-                {
-                    "step": state.step,
-                    "epoch": state.epoch,
-                    "loss": loss_value,
-                    "seconds": seconds,
-                    "data_seconds": t0 - t_fetch,
-                    "tokens": tokens,
-                }
+            record = train_step(s, window)
+            state.history.append({**record, "data_seconds": t0 - t_fetch})
+            accelerator.log(
+                {"train/loss": record["loss"], "lr": s.scheduler.get_last_lr()[0]}, step=state.step
             )
-            accelerator.log({"train/loss": loss_value, "lr": scheduler.get_last_lr()[0]}, step=state.step)
             bar.update(1)
-            bar.set_postfix(loss=f"{loss_value:.4f}")
+            bar.set_postfix(loss=f"{record['loss']:.4f}")
             if cfg.checkpoint_every and state.step % cfg.checkpoint_every == 0:
-                progress.save(save_checkpoint, accelerator, out, state)
+                s.progress.save(save_checkpoint, accelerator, s.out, state)
             if cfg.optim.max_steps and state.step >= cfg.optim.max_steps:
                 state.done = True
                 break
-        # --- end of epoch: evaluate, keep the best, stop early, checkpoint
-        progress.phase = "evaluation"
-        metrics = evaluate_epoch(cfg, model, tokenizer, val_dl, val_rows, accelerator, losses)
-        if accelerator.num_processes > 1:  # generation metrics exist on the main process: share them
-            from accelerate.utils import broadcast_object_list
-
-            metrics = broadcast_object_list([metrics])[0]
-        say(f"epoch {state.epoch}: {_fmt(metrics)}", accelerator)  # on a line of its own, not after the bar
-        accelerator.log(
-            {f"val/{k}": v for k, v in metrics.items() if isinstance(v, int | float)}, step=state.step
-        )
-        sari = cfg.eval.early_stopping_metric == "sari"
-        verdict = early_stopping(
-            metrics.get("sari" if sari else "val_loss"),
-            state.best,
-            state.bad_epochs,
-            patience=cfg.eval.patience,
-            higher_is_better=sari,
-        )
-        state.best, state.bad_epochs = verdict.best, verdict.bad_epochs
-        state.history.append({"epoch": state.epoch, **metrics, "best": verdict.better})
-        if verdict.better:
-            save_model(accelerator, kind, model, tokenizer, out / "best")
-        elif verdict.stop:
-            say(f"early stopping: no improvement for {state.bad_epochs} epoch(s)", accelerator)
-            state.done = True
-        state.epoch += 1
-        state.batches_in_epoch = 0
-        progress.save(save_checkpoint, accelerator, out, state)
+        end_epoch(s)
     bar.close()
-    progress.phase = "predictions"
 
-    # --- final: the best model's predictions, and the results file
+
+def train_step(s: Session, window: list[dict]) -> dict:
+    """One optimizer step over the micro-batches of ``window`` (collated, on the device); its history record."""
+    kind, accelerator, state, model = s.kind, s.accelerator, s.state, s.model
+    # The step's clock starts with its batches in hand, as a benchmark times the 🤗 Trainer's steps.
+    t0 = time.perf_counter()
+    # Count the label tokens over all processes first, so every micro-batch loss is normalised by the same global
+    # number. The collator's target_index gives the count on the host: nothing inside the step waits for the
+    # device until its loss is read at the end.
+    n_local = sum(label_count(kind, b) for b in window)
+    if accelerator.num_processes > 1:
+        n_global = accelerator.gather(torch.tensor([n_local], device=accelerator.device)).sum().clamp(min=1)
+    else:
+        n_global = max(n_local, 1)
+    scale = s.cfg.optim.grad_accum * accelerator.num_processes  # see multimsd.training.loss: undo averaging
+    step_loss = torch.zeros((), device=accelerator.device)
+    # this process's non-pad input + label tokens of the step (throughput, benchmarks), on the device
+    tokens = torch.zeros((), dtype=torch.long, device=accelerator.device)
+    for micro, batch in enumerate(window):
+        # The window is the optimizer step: gradients sync (DDP) and the optimizer steps at its last micro-batch,
+        # and only there. (accelerator.accumulate() syncs at every micro-batch once the epoch's last batch has
+        # been fetched, which a fetched-ahead window always has at an epoch's end: it stepped grad_accum times
+        # on partial gradients there.)
+        accelerator.sync_gradients = micro == len(window) - 1
+        with contextlib.nullcontext() if accelerator.sync_gradients else accelerator.no_sync(model):
+            loss = s.losses(model, batch, step=state.step, micro_batch=micro, num_items=n_global)
+            accelerator.backward(loss * scale)
+            if accelerator.sync_gradients and s.cfg.optim.max_grad_norm:
+                accelerator.clip_grad_norm_(model.parameters(), s.cfg.optim.max_grad_norm)
+            s.optimizer.step()
+            s.scheduler.step()
+            s.optimizer.zero_grad()
+        step_loss += loss.detach()
+        state.batches_in_epoch += 1
+        tokens += input_tokens(batch) + label_count(kind, batch)
+    # One read of the device per step (loss and token count together): it waits for the step's last kernel, so
+    # the step's time is its compute and not just its kernel launches.
+    loss_sum = accelerator.reduce(step_loss, reduction="sum")
+    loss_value, tokens = torch.stack([loss_sum.double(), tokens.double()]).tolist()
+    state.train_tokens += int(tokens)
+    state.step += 1
+    seconds = time.perf_counter() - t0
+    state.train_seconds += seconds
+    return {
+        "step": state.step,
+        "epoch": state.epoch,
+        "loss": loss_value,
+        "seconds": seconds,
+        "tokens": int(tokens),
+    }
+
+
+def evaluate(s: Session) -> dict:
+    """Validation cross-entropy and, with ``eval.generate``, SARI / BLEU of generated outputs (all processes)."""
+    rows = s.eval_rows("validation")
+    return evaluate_epoch(s.cfg, s.model, s.tokenizer, s.val_dl, rows, s.accelerator, s.losses)
+
+
+def end_epoch(s: Session) -> None:
+    """Evaluate, keep the best model, stop early when it no longer improves, checkpoint."""
+    cfg, state, accelerator = s.cfg, s.state, s.accelerator
+    s.progress.phase = "evaluation"
+    metrics = evaluate(s)
+    if accelerator.num_processes > 1:  # generation metrics exist on the main process: share them
+        from accelerate.utils import broadcast_object_list
+
+        metrics = broadcast_object_list([metrics])[0]
+    say(f"epoch {state.epoch}: {_fmt(metrics)}", accelerator)  # on a line of its own, not after the bar
+    accelerator.log(
+        {f"val/{k}": v for k, v in metrics.items() if isinstance(v, int | float)}, step=state.step
+    )
+    sari = cfg.eval.early_stopping_metric == "sari"
+    verdict = early_stopping(
+        metrics.get("sari" if sari else "val_loss"),
+        state.best,
+        state.bad_epochs,
+        patience=cfg.eval.patience,
+        higher_is_better=sari,
+    )
+    state.best, state.bad_epochs = verdict.best, verdict.bad_epochs
+    state.history.append({"epoch": state.epoch, **metrics, "best": verdict.better})
+    if verdict.better:
+        save_model(accelerator, s.kind, s.model, s.tokenizer, s.out / "best")
+    elif verdict.stop:
+        say(f"early stopping: no improvement for {state.bad_epochs} epoch(s)", accelerator)
+        state.done = True
+    state.epoch += 1
+    state.batches_in_epoch = 0
+    s.progress.save(save_checkpoint, accelerator, s.out, state)
+
+
+# ---------------------------------------------------------------------------------------------- results
+def finish(s: Session) -> dict:
+    """The best model's predictions for validation and test, ``all_results.json``, the Hub push if asked."""
+    cfg, state, accelerator, results = s.cfg, s.state, s.accelerator, s.results
+    s.progress.phase = "predictions"
     accelerator.wait_for_everyone()
     results["history"] = state.history
     tokens = int(
@@ -375,25 +441,25 @@ def _run(cfg: TrainConfig, progress: Progress) -> dict:
     results["train_seconds"] = state.train_seconds
     results["train_tokens_per_second"] = tokens / state.train_seconds if state.train_seconds else 0.0
     results["after"] = next((h for h in reversed(state.history) if h.get("best")), {})
-    best = load_best(cfg, kind, out / "best", accelerator, model)
-    write_predictions(
-        cfg, best, tokenizer, {"validation": val_rows, "test": test_rows}, accelerator, out, results
-    )
+    best = load_best(cfg, s.kind, s.out / "best", accelerator, s.model)
+    splits = {"validation": s.eval_rows("validation"), "test": s.eval_rows("test")}
+    write_predictions(cfg, best, s.tokenizer, splits, accelerator, s.out, results)
     if cfg.hub.push:
         from multimsd.training.hub import push_model
 
-        push_model(cfg, out / "best", results)
+        push_model(cfg, s.out / "best", results)
     accelerator.end_training()
     return results
 
 
-def run_icl(cfg, model, tokenizer, rows, val_rows, test_rows, accelerator, out: Path) -> dict:
+def run_icl(s: Session) -> dict:
     """k-shot prompting (no training): shots are seeded random *validation* pairs of the same language."""
-    model = accelerator.prepare(model)
-    results: dict = {"mode": "icl", "shots": cfg.icl.shots}
+    model = s.accelerator.prepare(s.model)
+    results: dict = {"mode": "icl", "shots": s.cfg.icl.shots}
     # Shots come from validation, so score on test only (a shot could otherwise be its own answer).
+    test = {"test": s.eval_rows("test")}
     write_predictions(
-        cfg, model, tokenizer, {"test": test_rows}, accelerator, out, results, shot_pool=rows["validation"]
+        s.cfg, model, s.tokenizer, test, s.accelerator, s.out, results, shot_pool=s.rows["validation"]
     )
     return results
 

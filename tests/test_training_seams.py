@@ -1,0 +1,92 @@
+"""The training loop's seams (multimsd.training.loop: build, prepare_training, train_step, end_epoch, finish)
+called one by one on tiny Llama + LoRA: behaviour that used to need a whole run, in seconds."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+pytestmark = pytest.mark.usefixtures("fresh_accelerate_state")
+
+
+def session(tmp_path, name: str, **optim):
+    from accelerate.state import AcceleratorState, GradientState
+
+    from multimsd.training.loop import build, prepare_training, to_train_config
+    from multimsd.training.progress import Progress
+
+    AcceleratorState._reset_state(True)
+    GradientState._reset_state()
+    cfg = to_train_config(
+        {
+            "model": {
+                "name": "tiny_llama",
+                "kind": "causal",
+                "pretrained": "tiny:llama",
+                "lora": {"enabled": True, "dropout": 0.0},
+            },
+            "data": {
+                "languages": ["en"],
+                "mode": "mono",
+                "max_train_examples": 8,
+                "max_eval_examples": 2,
+                "max_length": 512,
+                "shuffle": False,
+            },
+            "optim": {"batch_size": 4, "epochs": 1, "lr": 1e-2, **optim},
+            "eval": {"generate": False, "before_training": False, "batch_size": 4, "patience": 1},
+            "output": {"dir": str(tmp_path / name)},
+        }
+    )
+    s = build(cfg, Progress(cfg))
+    prepare_training(s)
+    return s
+
+
+def adapter(s) -> dict:
+    return {n: p.detach().clone() for n, p in s.model.named_parameters() if p.requires_grad}
+
+
+def test_one_step_of_4_equals_one_step_of_2_micro_batches_of_2(tmp_path):
+    """Gradient accumulation gives one big batch's step: the loss is normalised by the step's label count."""
+    from multimsd.training.loop import train_step
+
+    whole = session(tmp_path, "whole")
+    record = train_step(whole, [next(iter(whole.train_dl))])
+    split = session(tmp_path, "split", batch_size=2, grad_accum=2)
+    it = iter(split.train_dl)
+    halves = train_step(split, [next(it), next(it)])
+    assert record["step"] == halves["step"] == 1 and record["tokens"] == halves["tokens"] > 0
+    assert halves["loss"] == pytest.approx(record["loss"], rel=1e-6)
+    a, b = adapter(whole), adapter(split)
+    assert a.keys() == b.keys()
+    for k in a:
+        torch.testing.assert_close(a[k], b[k], rtol=1e-5, atol=1e-6, msg=k)
+    assert split.state.batches_in_epoch == 2 and whole.state.batches_in_epoch == 1
+
+
+def test_a_step_changes_only_the_adapter_and_counts_its_work(tmp_path):
+    from multimsd.training.loop import train_step
+
+    s = session(tmp_path, "run")
+    frozen = {n: p.detach().clone() for n, p in s.model.named_parameters() if not p.requires_grad}
+    before = adapter(s)
+    record = train_step(s, [next(iter(s.train_dl))])
+    after = adapter(s)
+    assert any(not torch.equal(before[k], after[k]) for k in before)
+    assert all(torch.equal(p, frozen[n]) for n, p in s.model.named_parameters() if not p.requires_grad)
+    assert s.state.step == 1 and s.state.train_tokens == record["tokens"] and record["seconds"] > 0
+
+
+def test_end_epoch_keeps_the_best_and_stops_when_it_no_longer_improves(tmp_path):
+    from multimsd.training.loop import end_epoch
+
+    s = session(tmp_path, "run")
+    end_epoch(s)  # the first evaluation is the best so far: saved, not stopped
+    first = s.state.history[-1]
+    assert first["best"] and (s.out / "best").is_dir() and not s.state.done
+    assert (s.out / "checkpoints" / "step_00000000").is_dir()  # the epoch's checkpoint
+    s.state.best = first["val_loss"] - 1.0  # an earlier epoch was better: this one does not improve
+    end_epoch(s)
+    assert not s.state.history[-1]["best"] and s.state.done and s.state.bad_epochs == 1
+    assert s.state.epoch == 2 and s.state.batches_in_epoch == 0
