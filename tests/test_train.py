@@ -165,35 +165,6 @@ def test_push_failure_does_not_leak_token(tmp_path, monkeypatch, capsys):
     assert token not in captured.out + captured.err
 
 
-def test_shuffle_false_feeds_examples_in_selected_order(tmp_path):
-    """data.shuffle=false (used by the Trainer benchmark) trains on select()'s order: step 1 is exactly the
-    untrained model's cross-entropy on the first batch_size examples."""
-    from multimsd.training.data import Collator, load_pairs, select, tokenize_rows
-    from multimsd.training.loop import to_train_config
-    from multimsd.training.modeling import load_model_and_tokenizer
-
-    cfg = tiny_cfg(tmp_path, data__shuffle=False, model__dropout=0.0)
-    cfg["eval"].update(generate=False, before_training=False)
-    first = next(h["loss"] for h in run(cfg)["history"] if "step" in h)
-
-    tc = to_train_config(cfg)
-    model, tok = load_model_and_tokenizer(tc.model)
-    rows = select(load_pairs(None), tc.data, tc.seed)["train"]
-    batch = Collator(tok.pad_token_id)(tokenize_rows(tok, rows[:4], "seq2seq", tc.data.max_length))
-    with torch.no_grad():
-        out = model(
-            input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=batch["labels"]
-        )
-    assert first == pytest.approx(float(out.loss), rel=1e-5)
-
-    from accelerate.state import AcceleratorState, GradientState
-
-    AcceleratorState._reset_state(True)
-    GradientState._reset_state()
-    shuffled = run({**cfg, "data": {**cfg["data"], "shuffle": True}, "output_dir": str(tmp_path / "shuf")})
-    assert next(h["loss"] for h in shuffled["history"] if "step" in h) != pytest.approx(first, rel=1e-5)
-
-
 def test_tokenize_dataset_is_cached_and_equals_tokenize_rows(tmp_path):
     """Dataset.map tokenisation: same answer as the per-row encoder, one cache file per distinct input."""
     from multimsd.training.data import load_pairs, select, tokenize_dataset, tokenize_rows

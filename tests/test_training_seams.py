@@ -10,6 +10,10 @@ pytestmark = pytest.mark.usefixtures("fresh_accelerate_state")
 
 
 def session(tmp_path, name: str, **optim):
+    return session_with(tmp_path, name, **optim)
+
+
+def session_with(tmp_path, name: str = "run", shuffle: bool = False, **optim):
     from accelerate.state import AcceleratorState, GradientState
 
     from multimsd.training.loop import build, prepare_training, to_train_config
@@ -31,7 +35,7 @@ def session(tmp_path, name: str, **optim):
                 "max_train_examples": 8,
                 "max_eval_examples": 2,
                 "max_length": 512,
-                "shuffle": False,
+                "shuffle": shuffle,
             },
             "optim": {"batch_size": 4, "epochs": 1, "lr": 1e-2, **optim},
             "eval": {"generate": False, "before_training": False, "batch_size": 4, "patience": 1},
@@ -90,3 +94,26 @@ def test_end_epoch_keeps_the_best_and_stops_when_it_no_longer_improves(tmp_path)
     end_epoch(s)
     assert not s.state.history[-1]["best"] and s.state.done and s.state.bad_epochs == 1
     assert s.state.epoch == 2 and s.state.batches_in_epoch == 0
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_data_order_and_the_first_steps_loss(tmp_path, shuffle):
+    """data.shuffle=false (the Trainer benchmark's order) feeds select()'s order, and the first step's loss is the
+    untrained model's cross-entropy on those examples; data.shuffle=true feeds another order (seeded). Moved
+    here from tests/test_train.py, where it ran two whole trainings."""
+    from multimsd.training.data import Collator, load_pairs, select, tokenize_rows
+    from multimsd.training.loop import train_step
+
+    s = session_with(tmp_path, shuffle=shuffle)
+    rows = select(load_pairs(None), s.cfg.data, s.cfg.seed)["train"]
+    want = Collator(s.tokenizer.pad_token_id)(tokenize_rows(s.tokenizer, rows[:4], "causal", 512))
+    first = next(iter(s.train_dl))
+    same = first["input_ids"].shape == want["input_ids"].shape and torch.equal(
+        first["input_ids"], want["input_ids"]
+    )
+    assert same != shuffle
+    with torch.no_grad():
+        plain = s.model(
+            input_ids=first["input_ids"], attention_mask=first["attention_mask"], labels=first["labels"]
+        ).loss
+    assert train_step(s, [first])["loss"] == pytest.approx(float(plain), rel=1e-5)
