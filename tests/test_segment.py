@@ -250,6 +250,86 @@ def test_sentence_ends_after_abbreviation_like_tokens(lang: str, text: str, expe
     assert split_sentences(text, lang) == expected
 
 
+# A single capital letter before a period (issue #40): the end of a sentence after a list of letters ("A y B.")
+# or before a sentence opener ("T. La herramienta"); a name initial ("J. Smith") otherwise, as before.
+LETTER_ENDS = [
+    (
+        "es",
+        "Lo causan los virus de la influenza A y B. Se transmite por el aire.",
+        ["Lo causan los virus de la influenza A y B.", "Se transmite por el aire."],
+    ),
+    (
+        "es",
+        "Indica osteopenia según la puntuación T. La herramienta FRAX estima el riesgo.",
+        ["Indica osteopenia según la puntuación T.", "La herramienta FRAX estima el riesgo."],
+    ),
+    (
+        "en",
+        "It is caused by influenza viruses A and B. Symptoms include fever.",
+        ["It is caused by influenza viruses A and B.", "Symptoms include fever."],
+    ),
+    (
+        "en",
+        "Take vitamins A, C and E. They are found in fruit.",
+        ["Take vitamins A, C and E.", "They are found in fruit."],
+    ),
+    ("en", "Use plan B. Then rest.", ["Use plan B.", "Then rest."]),
+    (
+        "de",
+        "Es gibt Grippeviren der Typen A und B. Impfstoffe schützen vor beiden.",
+        ["Es gibt Grippeviren der Typen A und B.", "Impfstoffe schützen vor beiden."],
+    ),
+    (
+        "fr",
+        "Elle est causée par les virus de la grippe A et B. Elle se transmet par l'air.",
+        ["Elle est causée par les virus de la grippe A et B.", "Elle se transmet par l'air."],
+    ),
+    (
+        "fr",
+        "On mesure le score T. L'ostéodensitométrie le donne. Le score T. Le médecin décide.",
+        ["On mesure le score T.", "L'ostéodensitométrie le donne.", "Le score T.", "Le médecin décide."],
+    ),
+    (
+        "it",
+        "È causata dai virus dell'influenza A e B. Si trasmette per via aerea.",
+        ["È causata dai virus dell'influenza A e B.", "Si trasmette per via aerea."],
+    ),
+    (
+        "pt",
+        "É causada pelos vírus da gripe A e B. Transmite-se pelo ar.",
+        ["É causada pelos vírus da gripe A e B.", "Transmite-se pelo ar."],
+    ),
+    (
+        "pt",
+        "Indica osteopenia segundo o escore T. A ferramenta FRAX estima o risco.",
+        ["Indica osteopenia segundo o escore T.", "A ferramenta FRAX estima o risco."],
+    ),
+]
+
+
+@pytest.mark.parametrize(("lang", "text", "expected"), LETTER_ENDS)
+def test_a_single_capital_letter_ends_a_sentence_before_a_sentence_opener(
+    lang: str, text: str, expected: list[str]
+) -> None:
+    assert split_sentences(text, lang) == expected
+
+
+INITIALS = [
+    ("en", "It was described by J. Smith in 1990 and by J. R. R. Tolkien's doctor."),
+    ("en", "Dr. A. Smith and B. Jones found S. aureus, e.g. in wounds."),
+    ("es", "Lo describieron J. Pérez y Ana M. Las Heras según J. De la Cruz."),
+    ("de", "Das beschrieb J. Müller, z. B. bei Dr. Müller."),
+    ("fr", "Selon C. Le Pen et J. L'Heureux, M. Dupont va bien."),
+    ("it", "Lo descrisse G. Rossi con A. La Torre."),
+    ("pt", "Descrito por J. A. Silva e M. O'Neill em 1990."),
+]
+
+
+@pytest.mark.parametrize(("lang", "text"), INITIALS)
+def test_name_initials_still_do_not_split(lang: str, text: str) -> None:
+    assert split_sentences(text, lang) == [text]
+
+
 # --------------------------------------------------------------------------------------------------
 # Layout: paragraphs, wrapped lines, list items
 # --------------------------------------------------------------------------------------------------

@@ -23,6 +23,11 @@ Alignment works on sentences, so every article has to be cut into sentences firs
        capitalised: "i.v. Gabe" is one sentence, "i.v. Die" two);
     3. a unit after a number ("3 g.", "5 mmol/l.") before a capitalised word is a break; the period of a
        list number ("1. Take ...", "Steps: 1. ...") is protected;
+    3b. de en es fr it pt: a single capital letter that ends a list of letters ("influenza A y B.", "vitamins
+       A, C and E.") before a capitalised word is a break; so is one before a sentence opener of the language
+       (an article, pronoun, conjunction: "puntuación T. La herramienta", "escore T. A ferramenta"; German:
+       rule 4). Before any other capitalised word it stays a name initial ("J. Smith", "G. Rossi"): an
+       initial and a one-letter sentence end cannot be told apart there, and names are the commoner case;
     4. German only: a period after a word, before a typical sentence opener ("Die", "Bei", "Er"), is a
        break;
     5. a period before an all-lower-case word is protected: in these languages a sentence never starts in
@@ -390,6 +395,60 @@ _LIST_NUMBER_RE = re.compile(r"(?:^|(?<=[.:;!?]\s))(?P<num>\d{1,2})(?P<dot>\.)(?
 # Closing marks: German closes with “ and « („…“, »…«); elsewhere those open (with a space: « Ça va).
 _QUOTE_END_RE = re.compile(rf"[.!?…]\s?(?P<close>[»”\")])(?=\s+(?P<next>[{_UPPER}][^\s,;:]*))")
 _DE_QUOTE_END_RE = re.compile(rf"[.!?…]\s?(?P<close>[»”“«\")])(?=\s+(?P<next>[{_UPPER}][^\s,;:]*))")
+# A single capital letter ending a list of such letters ("influenza A y B.", "vitamins A, C and E.", "Typen A
+# und B.") before a capitalised word ends the sentence: a name's initials are never joined by "and" / "y".
+_LETTER_LIST_END_RE = re.compile(
+    rf"(?<![\w.'’-])[{_UPPER}](?:,\s*[{_UPPER}])*,?\s+(?:and|or|und|oder|sowie|y|e|o|u|et|ou|ed|od)\s+"
+    rf"[{_UPPER}](?P<dot>\.)(?=\s+[{_UPPER}])"
+)
+# Sentence-opening words (articles, pronouns, conjunctions, prepositions, sentence adverbs) after which the
+# period of a single capital letter ends its sentence ("puntuación T. La herramienta", "escore T. A
+# ferramenta", "type B. It spreads"); before any other capitalised word it stays a name initial, as pysbd
+# reads it ("J. Smith", "G. Rossi"). German has its own openers (_DE_STARTERS, rule 4). Closed-class words
+# only, and no surname particle (De, Da, Di, Van, Von): "J. De la Cruz", "A. Van Gogh" stay one sentence.
+_LETTER_STARTER_WORDS = {
+    "en": """A After Also Although An And As At Because Before Both But By During Each Every For From He
+        However If In It Its Many Most No Not On Once Only Or Other Our She Since So Some Such That The
+        Their Then There These They This Those Thus To Unlike We What When Where Which While
+        Who With Without You Your""",
+    "es": """A Además Al Algunas Algunos Ambas Ambos Antes Así Aunque Aún Cada Como Con Cuando Cómo
+        Después Durante El Ella Ellas Ellos En Entre Es Esa Esas Ese Eso Esos Esta Estas Este Esto Estos
+        Hay Mientras Muchas Muchos No Otra Otras Otro Otros Para Pero Por Porque Puede Pueden Qué Se Según
+        Si Sin Sobre Son Su Sus También Todas Todos Tras Un Una Unas Unos Usted Él""",
+    "fr": """Ainsi Après Au Aucun Aucune Aussi Aux Avant Avec Ce Ceci Cela Certaines Certains Ces Cet
+        Cette Chaque Chez Comme Cependant Dans Donc Elle Elles En Enfin Entre Et Il Ils Je Leur Leurs
+        Lorsque Mais Nous On Ou Par Parfois Pendant Plusieurs Pour Quand Sa Sans Selon Ses Si Son Souvent
+        Sur Toutefois Tous Toutes Un Une Vous À Ça""",
+    "it": """A Al Alcune Alcuni Alla Alle Anche Ci Come Con Dopo Durante E Entrambi Gli I Il In Infatti
+        Inoltre Ma Molte Molti Nei Nel Nella Nelle Non O Ogni Per Prima Quando Quella Quello Queste Questi
+        Questa Questo Quindi Se Senza Si Sono Su Tra Tuttavia Tutte Tutti Un Una Uno È""",
+    "pt": """A Além Algumas Alguns Ambos Antes Ao Aos Após As Assim Cada Com Como Contudo Depois Durante E
+        Ela Elas Ele Eles Em Entre Entretanto Essa Esse Esta Estas Este Estes Isso Isto Mas Muitas Muitos
+        Na Nas No Nos Não O Os Ou Para Pode Podem Por Porém Portanto Quando Se Segundo Sem Seu Seus Sua
+        Suas São Também Todas Todos Um Uma Umas Uns Você À Às É Há""",
+}
+_LETTER_STARTERS = {lang: frozenset(words.split()) for lang, words in _LETTER_STARTER_WORDS.items()}
+# Articles that also begin surnames ("C. Le Pen", "A. La Torre", "J. Des Rosiers"): openers only before a
+# lower-case word ("B. La enfermedad", "B. Les symptômes"); likewise an elided "L'" ("B. L'infection").
+_ARTICLE_STARTERS = frozenset(["La", "Las", "Le", "Les", "Lo", "Los", "Des"])
+_ELIDED_STARTER_RE = re.compile(r"^L['’][a-zà-ÿ]")
+_LETTER_LANGS = ("de", "en", "es", "fr", "it", "pt")
+
+
+def _letter_starts_sentence(text: str, i: int, token: str, lang: str) -> bool:
+    """The period at ``i`` follows a single capital letter ("B.", not "U.S." nor "Dr.") and ``token``, the
+    next word, opens a sentence in ``lang`` (``_LETTER_STARTERS``)."""
+    if i < 1 or not text[i - 1].isupper() or (i >= 2 and (text[i - 2].isalnum() or text[i - 2] in ".'’-")):
+        return False
+    word = token.rstrip(",;:")
+    if _ELIDED_STARTER_RE.match(word):
+        return True
+    if word in _ARTICLE_STARTERS:
+        after = text[i + 1 :].lstrip().split(maxsplit=2)
+        return len(after) > 1 and _is_lower_word(after[1])
+    return word in _LETTER_STARTERS.get(lang, ())
+
+
 # A unit right after a number, with a period, before a capitalised word: the sentence ends there
 # ("max. 3 g. Hepatitis ..."; pysbd's German rules read "g." as an abbreviation like "z.").
 _UNIT_END_RE = re.compile(
@@ -553,6 +612,9 @@ def _mark_periods(text: str, lang: str) -> str:
 
     for m in _UNIT_END_RE.finditer(text):
         decide(m.start("dot"), "B")
+    if lang in _LETTER_LANGS:  # a single capital letter ending a sentence, not a name initial (rule 3b)
+        for m in _LETTER_LIST_END_RE.finditer(text):
+            decide(m.start("dot"), "B")
     for i in _list_numbers(text):
         decide(i, "P")
 
@@ -561,7 +623,8 @@ def _mark_periods(text: str, lang: str) -> str:
         if i in decision:
             continue
         token = m.group("next")
-        if lang == "de" and token in _DE_STARTERS and i > 0 and text[i - 1].isalpha():
+        german_opener = lang == "de" and token in _DE_STARTERS and i > 0 and text[i - 1].isalpha()
+        if german_opener or _letter_starts_sentence(text, i, token, lang):
             decide(i, "B")
         elif _is_lower_word(token):
             decide(i, "P")
