@@ -57,7 +57,7 @@ from multimsd.pipeline.seeds import (
     sweep_on_seed_mean,
 )
 from multimsd.pipeline.seeds import summary_lines as seed_summary_lines
-from multimsd.pipeline.sweep import expand_sweep, quote, recorded_value, validation_flags
+from multimsd.pipeline.sweep import expand_sweep, quote, recorded_value, selection_lines, validation_flags
 from multimsd.split import check_split_config
 
 logger = logging.getLogger("multimsd.pipeline")
@@ -470,20 +470,6 @@ def _run(cfg: DictConfig, argv: list[str] | None) -> dict:
     results["seconds"] = time.perf_counter() - t0
     results["dir"] = str(run_dir)
     return results
-
-
-def selection_lines(sweep: dict) -> list[str]:
-    """The sweep's selection, and a tie with the rule that broke it (:func:`multimsd.report.sweep.tie_text`):
-    ``sweep over loss.theta: finetuned_theta1 selected by mean(sari,bleu) on validation (30.12) — a tie: …``."""
-    from multimsd.report.sweep import tie_text
-
-    selected = sweep.get("selected")
-    if not selected:
-        return []
-    score = (sweep.get("validation") or {}).get(selected, {}).get("mean_sari_bleu")
-    shown = f" ({score:.2f})" if isinstance(score, (int, float)) else ""
-    by = sweep.get("selected_by") or "validation"
-    return [f"sweep over {sweep.get('parameter')}: {selected} selected by {by}{shown}{tie_text(sweep)}"]
 
 
 def summary_lines(results: dict) -> list[str]:

@@ -196,3 +196,17 @@ def validation_flags(system_dirs: dict[str, Path], max_share: float) -> dict[str
             if shares["flagged"]:
                 found.setdefault(name, {})[lang] = shares
     return found
+
+
+def selection_lines(sweep: dict) -> list[str]:
+    """The sweep's selection, and a tie with the rule that broke it (:func:`multimsd.report.sweep.tie_text`):
+    ``sweep over loss.theta: finetuned_theta1 selected by mean(sari,bleu) on validation (30.12) — a tie: …``."""
+    from multimsd.report.sweep import tie_text
+
+    selected = sweep.get("selected")
+    if not selected:
+        return []
+    score = (sweep.get("validation") or {}).get(selected, {}).get("mean_sari_bleu")
+    shown = f" ({score:.2f})" if isinstance(score, (int, float)) else ""
+    by = sweep.get("selected_by") or "validation"
+    return [f"sweep over {sweep.get('parameter')}: {selected} selected by {by}{shown}{tie_text(sweep)}"]
