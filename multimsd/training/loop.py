@@ -1,19 +1,25 @@
 """The training stage: ``accelerate launch train.py [overrides]`` -> :func:`run`.
 
-Read top to bottom, :func:`run` is the whole stage (MultiMSD sections 4-5):
+Read top to bottom, :func:`run` is the whole stage (MultiMSD sections 4-5), a :class:`Session` through its seams:
 
-1. data: the aligned pairs (align.py output, JSONL/TSV, or the sample's gold pairs), mono or multi;
-2. model: mBART-50 (full fine-tuning) or a chat LM with LoRA (Llama-3.1-8B-Instruct; SmolLM2 offline), or
-   the word-level LSTM encoder-decoder of Adduru et al. 2018 trained from scratch with a sampled softmax.
-   Everything that differs between them (loading, encoding, forward arguments, loss, generation, saving) is
-   the *model kind*'s (``model.kind``, multimsd.training.kinds): this module only calls its methods;
-3. an explicit Accelerate loop: ``prepare``, ``accumulate``, clipping, scheduler, and the novel-token
-   weighted cross-entropy normalised by the label tokens of the *whole* accumulated, all-process batch;
-4. each epoch: validation cross-entropy and SARI / BLEU on generated outputs (gathered over processes),
+1. :func:`build`: the aligned pairs (align.py output, JSONL/TSV, or the sample's gold pairs), mono or multi;
+   the Accelerator; the model: mBART-50 (full fine-tuning) or a chat LM with LoRA / QLoRA (Llama-3.1-8B-Instruct;
+   SmolLM2 offline), or the word-level LSTM encoder-decoder of Adduru et al. 2018 trained from scratch with a
+   sampled softmax. Everything that differs between them (loading, encoding, forward arguments, loss,
+   generation, saving) is the *model kind*'s (``model.kind``, multimsd.training.kinds): this module only calls
+   its methods;
+2. :func:`prepare_training`: loaders, optimizer and schedule, Accelerate's ``prepare``, the micro-batch loss,
+   the resume state;
+3. :func:`train` / :func:`train_step`: an explicit Accelerate loop (one optimizer step over ``grad_accum``
+   micro-batches, clipping, scheduler) with the novel-token weighted cross-entropy normalised by the label
+   tokens of the *whole* accumulated, all-process batch;
+4. :func:`end_epoch`: validation cross-entropy and SARI / BLEU on generated outputs (gathered over processes),
    early stopping on the validation loss (or SARI), the best model kept, a resumable checkpoint saved;
-5. predictions of the best model per language for validation and test, and ``all_results.json``.
+5. :func:`finish`: predictions of the best model per language for validation and test, ``all_results.json``
+   (:mod:`multimsd.training.results`).
 
-``mode=icl`` skips training: 0-shot or k-shot prompting of a chat model (paper section 5.2).
+Tests call the seams one by one (tests/test_training_seams.py); a whole run only where only a whole run shows
+the behaviour. ``mode=icl`` skips training: 0-shot or k-shot prompting of a chat model (paper section 5.2).
 """
 
 from __future__ import annotations
@@ -42,11 +48,9 @@ from multimsd.training.checkpoint import (
     TrainState,
     last_checkpoint,
     load_checkpoint,
-    manifest_problem,
     register_trainable_only_hooks,
     remove_partial_checkpoints,
     save_checkpoint,
-    write_manifest,
 )
 from multimsd.training.checks import check_config, check_resume_target, config_fingerprint
 from multimsd.training.config import TrainConfig
@@ -58,14 +62,20 @@ from multimsd.training.data import (
     select,
     tokenize_dataset,
     train_dataloader,
-    write_jsonl,
 )
 from multimsd.training.forward import MicroBatchLoss, input_tokens, label_count
 from multimsd.training.kinds import MODEL_KINDS, ModelKind, get_kind
 from multimsd.training.modeling import load_model_and_tokenizer, model_path
 from multimsd.training.optimizers import build_optimizer
-from multimsd.training.predict import generate, score_predictions, write_generation_info
 from multimsd.training.progress import Progress
+from multimsd.training.results import (
+    cap_per_language,
+    evaluate_epoch,
+    fmt_metrics,
+    load_best,
+    save_model,
+    write_predictions,
+)
 
 log = logging.getLogger(__name__)
 
@@ -88,36 +98,6 @@ def to_train_config(cfg: TrainConfig | DictConfig | dict) -> TrainConfig:
         return OmegaConf.to_object(OmegaConf.merge(base, user))
     except OmegaConfBaseException as e:  # a key outside the schema, a value of the wrong type
         raise MultimsdError(f"train config: {str(e).strip().splitlines()[0]}") from None
-
-
-# ---------------------------------------------------------------------------------------------- evaluation
-@torch.no_grad()
-def validation_loss(model, dataloader, accelerator, losses: MicroBatchLoss) -> float:
-    """Token-averaged plain cross-entropy over the whole validation split (all processes)."""
-    model.eval()
-    total, count = torch.zeros((), device=accelerator.device), torch.zeros((), device=accelerator.device)
-    for batch in dataloader:
-        per_ex_sum, per_ex_n = losses.example_cross_entropy(model, batch)
-        # gather_for_metrics drops the samples Accelerate duplicated to even out the last batch
-        per_ex_sum, per_ex_n = accelerator.gather_for_metrics((per_ex_sum, per_ex_n))
-        total += per_ex_sum.sum()
-        count += per_ex_n.sum()
-    model.train()
-    return float(total / count.clamp(min=1))
-
-
-def evaluate_epoch(
-    cfg: TrainConfig, model, tokenizer, val_dl, val_rows, accelerator, losses: MicroBatchLoss
-) -> dict:
-    metrics: dict = {}
-    if val_dl is not None:
-        metrics["val_loss"] = validation_loss(model, val_dl, accelerator, losses)
-    rows = cap_per_language(val_rows, cfg.eval.generate_max_rows)
-    if cfg.eval.generate and rows:
-        preds = generate(cfg, accelerator.unwrap_model(model), tokenizer, rows, accelerator)
-        if accelerator.is_main_process:
-            metrics.update(score_predictions(rows, preds))
-    return metrics
 
 
 # ---------------------------------------------------------------------------------------------- the stage
@@ -292,7 +272,7 @@ def prepare_training(s: Session) -> None:
     }
     if cfg.eval.before_training and ckpt is None:
         s.results["before"] = evaluate(s)
-        accelerator.print(f"before training: {_fmt(s.results['before'])}")
+        accelerator.print(f"before training: {fmt_metrics(s.results['before'])}")
 
 
 # ---------------------------------------------------------------------------------------------- the loop
@@ -402,7 +382,9 @@ def end_epoch(s: Session) -> None:
         from accelerate.utils import broadcast_object_list
 
         metrics = broadcast_object_list([metrics])[0]
-    say(f"epoch {state.epoch}: {_fmt(metrics)}", accelerator)  # on a line of its own, not after the bar
+    say(
+        f"epoch {state.epoch}: {fmt_metrics(metrics)}", accelerator
+    )  # on a line of its own, not after the bar
     accelerator.log(
         {f"val/{k}": v for k, v in metrics.items() if isinstance(v, int | float)}, step=state.step
     )
@@ -462,75 +444,3 @@ def run_icl(s: Session) -> dict:
         s.cfg, model, s.tokenizer, test, s.accelerator, s.out, results, shot_pool=s.rows["validation"]
     )
     return results
-
-
-def save_model(accelerator, kind: ModelKind, model, tokenizer, path: Path) -> None:
-    """The model (or the LoRA adapter alone) and tokenizer, replacing an earlier copy atomically."""
-    accelerator.wait_for_everyone()
-    if accelerator.is_main_process:
-        from multimsd.fsutil import atomic_directory
-
-        with atomic_directory(path) as tmp:
-            kind.save_pretrained(accelerator.unwrap_model(model), tokenizer, tmp, accelerator.save)
-            write_manifest(tmp)  # last, as for checkpoints: load_best checks it
-    accelerator.wait_for_everyone()
-
-
-def load_best(cfg: TrainConfig, kind: ModelKind, path: Path, accelerator, model):
-    """The best epoch's weights, loaded back into the trained model object."""
-    unwrapped = accelerator.unwrap_model(model)
-    if not path.exists():
-        return unwrapped
-    # Predictions from a damaged best model would be silently wrong numbers: refuse, naming the file.
-    if problem := manifest_problem(path):
-        raise MultimsdError(f"the best model cannot be used: {problem}; train again into a new output.dir")
-    return kind.load_best(cfg, path, unwrapped)
-
-
-def write_predictions(
-    cfg, model, tokenizer, splits: dict, accelerator, out: Path, results: dict, shot_pool=None
-) -> None:
-    """Per split: ``predictions/<split>/<lang>.txt`` (one line a row, evaluate.py's format), the references
-    (``references.jsonl``), and SARI / BLEU per language into ``all_results.json``."""
-    for split, split_rows in splits.items():
-        if not split_rows:
-            continue
-        # the last decoding of the run: nothing trains after it, so the adapter is merged without a copy
-        preds = generate(cfg, model, tokenizer, split_rows, accelerator, shot_pool=shot_pool, final=True)
-        if not accelerator.is_main_process:
-            continue
-        d = out / "predictions" / split
-        d.mkdir(parents=True, exist_ok=True)
-        for lang in sorted({r["lang"] for r in split_rows}):
-            lines = [p.replace("\n", " ") for r, p in zip(split_rows, preds) if r["lang"] == lang]
-            write_text_atomic(d / f"{lang}.txt", "\n".join(lines) + "\n")
-        write_generation_info(d, split_rows, preds, cfg.eval.max_new_tokens)  # which outputs were cut
-        write_jsonl(
-            d / "references.jsonl", [{k: r[k] for k in ("complex", "simple", "lang")} for r in split_rows]
-        )
-        results[split] = score_predictions(split_rows, preds)
-        accelerator.print(f"{split}: {_fmt(results[split])}")
-    if accelerator.is_main_process:
-        out.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(out / "all_results.json", json.dumps(results, indent=2, ensure_ascii=False) + "\n")
-
-
-def cap_per_language(rows: list[dict], n: int | None) -> list[dict]:
-    """The first ``n`` rows of each language (all rows when ``n`` is falsy), order kept."""
-    if not n:
-        return rows
-    seen: dict[str, int] = {}
-    out = []
-    for r in rows:
-        if seen.get(r["lang"], 0) < n:
-            seen[r["lang"]] = seen.get(r["lang"], 0) + 1
-            out.append(r)
-    return out
-
-
-def _fmt(metrics: dict) -> str:
-    return ", ".join(
-        f"{k} {v:.4f}" if isinstance(v, float) else f"{k} {v}"
-        for k, v in metrics.items()
-        if not isinstance(v, dict)
-    )
