@@ -12,8 +12,9 @@ A launcher tells each process it starts its rank and the number of processes (th
 
 Why the check: Accelerate joins the processes into one group only when it finds a backend for them. Under
 ``accelerate launch --config_file conf/accelerate/ddp.yaml`` on a machine without a GPU, each process gets
-``LOCAL_RANK``, Accelerate looks for a GPU backend (``PartialState._prepare_backend``), finds none and falls
-back to ``DistributedType.NO``: every process is ``num_processes 1``, ``process_index 0``, its own main
+``LOCAL_RANK``, Accelerate looks for a GPU backend (``PartialState._prepare_backend``) and finds none; it
+still calls ``init_process_group(backend=None)`` (torch's default group of 2 forms) but, having no backend of
+its own, sets ``DistributedType.NO``: every process is ``num_processes 1``, ``process_index 0``, its own main
 process, and they all train into one output directory. (``use_cpu: true`` in a config does not help:
 accelerate's multi-GPU launcher, which FSDP configs use too, does not pass it on; only ``ACCELERATE_USE_CPU``
 in the environment reaches the processes.) Under ``srun -n 2`` or ``mpirun -n 2`` without torchrun, GPU
