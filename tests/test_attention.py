@@ -113,9 +113,7 @@ def _losses(model, tokenizer, cfg, *, grad: bool):
     """The novel-token weighted loss of the padded and of the packed batch (and the adapter's gradients)."""
     from accelerate import Accelerator
 
-    from multimsd.training.forward import MicroBatchLoss
-
-    losses = MicroBatchLoss(cfg, get_kind("causal"), model, tokenizer, Accelerator(cpu=True))
+    losses = get_kind("causal").build_loss(cfg, model, tokenizer, Accelerator(cpu=True))
     out = []
     for batch in (Collator(tokenizer.pad_token_id)(EXAMPLES), PackingCollator()(EXAMPLES)):
         model.zero_grad()
@@ -168,10 +166,8 @@ def test_packed_and_padded_losses_and_gradients_equal_through_flex_attention_on_
 
     from accelerate import Accelerator
 
-    from multimsd.training.forward import MicroBatchLoss
-
     cfg = _cfg("flex_attention")
-    losses = MicroBatchLoss(cfg, get_kind("causal"), model, tokenizer, Accelerator())
+    losses = get_kind("causal").build_loss(cfg, model, tokenizer, Accelerator())
     out = []
     for batch in (Collator(tokenizer.pad_token_id)(EXAMPLES), PackingCollator()(EXAMPLES)):
         model.zero_grad()

@@ -116,12 +116,11 @@ def test_heads_it_cannot_reproduce_keep_the_logits_path(tmp_path):
 def _step(tc, net, tok, batch, chunked: bool):
     from accelerate import Accelerator
 
-    from multimsd.training.forward import MicroBatchLoss
     from multimsd.training.kinds import get_kind
 
     tc.loss.chunked = chunked
     net.zero_grad()
-    losses = MicroBatchLoss(tc, get_kind(tc.model.kind), net, tok, Accelerator(cpu=True), probe=batch)
+    losses = get_kind(tc.model.kind).build_loss(tc, net, tok, Accelerator(cpu=True), probe=batch)
     assert losses.chunked == chunked
     n = torch.tensor(get_kind(tc.model.kind).label_tokens(batch) + 3)  # a larger global count
     torch.manual_seed(1)  # the same dropout draws: both paths run the same network in the same order
@@ -183,7 +182,7 @@ def test_kinds_without_an_output_head_keep_their_loss(tmp_path, caplog):
     tc = to_train_config(cfg_for(tmp_path, "tiny_llama"))
     assert tc.loss.chunked  # the default
     # the LSTM's own (sampled-softmax) loss: never replaced, and nothing to warn about
-    assert chunked_head(tc, get_kind("lstm"), torch.nn.Linear(2, 2), Accelerator(cpu=True)) is None
+    assert chunked_head(tc.loss, get_kind("lstm"), torch.nn.Linear(2, 2), Accelerator(cpu=True)) is None
     assert "WARNING" not in caplog.text
     tc.loss.chunked = False
-    assert chunked_head(tc, get_kind("causal"), torch.nn.Linear(2, 2), Accelerator(cpu=True)) is None
+    assert chunked_head(tc.loss, get_kind("causal"), torch.nn.Linear(2, 2), Accelerator(cpu=True)) is None

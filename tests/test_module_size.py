@@ -38,3 +38,33 @@ def test_the_check_finds_a_long_module(tmp_path):
     (tmp_path / "pkg" / "short.py").write_text("x = 1\n" * LIMIT, encoding="utf-8")
     (tmp_path / "pkg" / "tables.py").write_text("x = 1\n" * (LIMIT + 5), encoding="utf-8")
     assert too_long(tmp_path, LIMIT, {"pkg/tables.py"}) == [f"pkg/long.py: {LIMIT + 1} lines"]
+
+
+# The training stage is read top to bottom (issue #38): no function under multimsd/training/ over 80 lines.
+FUNCTION_LIMIT = 80
+
+
+def long_functions(root: Path, limit: int) -> list[str]:
+    """``path:line name: lines`` of every function (docstring included) under ``root`` longer than ``limit``."""
+    import ast
+
+    out = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                n = node.end_lineno - node.lineno + 1
+                if n > limit:
+                    out.append(f"{path.relative_to(root).as_posix()}:{node.lineno} {node.name}: {n} lines")
+    return out
+
+
+def test_no_training_function_over_80_lines():
+    assert not long_functions(PKG / "training", FUNCTION_LIMIT), long_functions(
+        PKG / "training", FUNCTION_LIMIT
+    )
+
+
+def test_the_check_finds_a_long_function(tmp_path):
+    body = "".join("    x = 1\n" for _ in range(FUNCTION_LIMIT))  # def line + 80 = 81 lines
+    (tmp_path / "m.py").write_text(f"def long():\n{body}\n\ndef short():\n    return 1\n", encoding="utf-8")
+    assert long_functions(tmp_path, FUNCTION_LIMIT) == [f"m.py:1 long: {FUNCTION_LIMIT + 1} lines"]

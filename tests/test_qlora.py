@@ -156,7 +156,6 @@ def test_the_adapter_learns_and_the_quantized_weights_stay(tmp_path, optimizer):
 def test_weighted_loss_at_theta_1_is_the_plain_loss_and_chunked_is_the_logits_path(tmp_path):
     from accelerate import Accelerator
 
-    from multimsd.training.forward import MicroBatchLoss
     from multimsd.training.kinds import get_kind
 
     tc, net, tok, batch = loaded(tmp_path)
@@ -166,7 +165,7 @@ def test_weighted_loss_at_theta_1_is_the_plain_loss_and_chunked_is_the_logits_pa
     got = {}
     for chunked, theta in ((False, 1.0), (True, 1.0), (False, 4.0), (True, 4.0)):
         tc.loss.chunked, tc.loss.theta = chunked, theta
-        losses = MicroBatchLoss(tc, kind, net, tok, Accelerator(cpu=True), probe=batch)
+        losses = kind.build_loss(tc, net, tok, Accelerator(cpu=True), probe=batch)
         assert losses.chunked == chunked
         got[chunked, theta] = float(losses(net, batch, step=0, micro_batch=0, num_items=n))
     plain = net(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=batch["labels"])

@@ -79,7 +79,6 @@ def test_the_chunked_loss_applies_under_bf16_autocast_and_equals_the_logits_path
     precision the check always failed and every run fell back to the full logits."""
     from accelerate import Accelerator
 
-    from multimsd.training.forward import MicroBatchLoss
     from multimsd.training.kinds import get_kind
 
     tc, net, tok, batch = _model_and_batch(model)
@@ -90,7 +89,7 @@ def test_the_chunked_loss_applies_under_bf16_autocast_and_equals_the_logits_path
     losses = {}
     for chunked in (True, False):
         tc.loss.chunked = chunked
-        step = MicroBatchLoss(tc, kind, prepared, tok, acc, probe=batch)
+        step = kind.build_loss(tc, prepared, tok, acc, probe=batch)
         assert step.chunked == chunked
         losses[chunked] = float(step(prepared, batch, step=0, micro_batch=0, num_items=n))
     assert "loss.chunked: not applied" not in caplog.text
@@ -106,13 +105,12 @@ def test_a_micro_batch_makes_one_cross_entropy_pass(model, chunked, monkeypatch)
     cross-entropy over all [tokens, 250k] logits before ours: two passes a micro-batch."""
     from accelerate import Accelerator
 
-    from multimsd.training.forward import MicroBatchLoss
     from multimsd.training.kinds import get_kind
 
     tc, net, tok, batch = _model_and_batch(model)
     tc.loss.chunked = chunked
     kind = get_kind(tc.model.kind)
-    step = MicroBatchLoss(tc, kind, net, tok, Accelerator(cpu=True), probe=batch)
+    step = kind.build_loss(tc, net, tok, Accelerator(cpu=True), probe=batch)
     calls = []
     real = torch.nn.functional.cross_entropy
 
@@ -137,7 +135,6 @@ def test_gradients_equal_the_models_own_loss(model, lora, chunked):
     trains on (token-mean cross-entropy over the batch's labels)."""
     from accelerate import Accelerator
 
-    from multimsd.training.forward import MicroBatchLoss
     from multimsd.training.kinds import get_kind
 
     tc, net, tok, batch = _model_and_batch(model, lora=lora)
@@ -149,7 +146,7 @@ def test_gradients_equal_the_models_own_loss(model, lora, chunked):
     ref.backward()
     want = {k: p.grad.clone() for k, p in net.named_parameters() if p.grad is not None}
     net.zero_grad()
-    step = MicroBatchLoss(tc, kind, net, tok, Accelerator(cpu=True), probe=batch)
+    step = kind.build_loss(tc, net, tok, Accelerator(cpu=True), probe=batch)
     loss = step(net, batch, step=0, micro_batch=0, num_items=kind.label_tokens(batch))
     loss.backward()
     got = {k: p.grad.clone() for k, p in net.named_parameters() if p.grad is not None}

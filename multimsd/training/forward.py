@@ -20,13 +20,17 @@ attention mask; :func:`model_inputs` passes them so that transformers keeps atte
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 import torch
 
 from multimsd.training.chunked_loss import chunked_weighted_cross_entropy, labelled_token_losses
 from multimsd.training.data import target_index_key
-from multimsd.training.kinds.base import ModelKind
 from multimsd.training.output_head import OutputHead, matches_logits
+
+if TYPE_CHECKING:
+    from multimsd.training.config import LossSettings
+    from multimsd.training.kinds.base import LossFunction, ModelKind
 
 log = logging.getLogger(__name__)
 
@@ -55,20 +59,28 @@ def label_count(kind: ModelKind, batch: dict) -> int:
     return index.numel() if index is not None else kind.label_tokens(batch)
 
 
-def chunked_head(cfg, kind: ModelKind, model, accelerator, probe: dict | None = None) -> OutputHead | None:
+def chunked_head(
+    settings: LossSettings,
+    kind: ModelKind,
+    model,
+    accelerator,
+    probe: dict | None = None,
+    own_loss: bool = False,
+) -> OutputHead | None:
     """The output head for the chunked loss, or None (logits path; the reason is logged when chunked was asked).
 
-    ``model`` is the unwrapped model; ``probe``, a small batch on the model's device, is run once both ways
+    ``model`` is the unwrapped model; ``own_loss``: the kind computes a loss of its own from the logits (not the
+    base weighted cross-entropy, which the chunked path computes instead); ``probe``, a small batch on the model's device, is run once both ways
     (:func:`multimsd.training.output_head.matches_logits`) so a model family whose logits are more than
     ``hidden @ W.T + b`` keeps the logits path instead of training on a different loss.
     """
     from accelerate.utils import DistributedType
 
-    if not cfg.loss.chunked:
+    if not settings.chunked:
         return None
     why = None
     head = kind.output_head(model)
-    if type(kind).loss_function is not ModelKind.loss_function:
+    if own_loss:
         why = f"model.kind={kind.name} computes its own loss from the logits"
     elif head is None:
         why = "the model has no plain nn.Linear output head that makes its logits"
@@ -95,16 +107,29 @@ def chunked_head(cfg, kind: ModelKind, model, accelerator, probe: dict | None = 
 class MicroBatchLoss:
     """``loss = losses(model, batch, step=..., micro_batch=..., num_items=...)``: forward and loss of one
     micro-batch, by the chunked path when it applies (see the module docstring), else by the logits path.
-    ``model`` is the prepared (possibly DDP-wrapped) model: every forward goes through its top-level call."""
+    ``model`` is the prepared (possibly DDP-wrapped) model: every forward goes through its top-level call.
 
-    def __init__(self, cfg, kind: ModelKind, model, tokenizer, accelerator, probe: dict | None = None):
+    Built once per run by the kind (:meth:`multimsd.training.kinds.base.ModelKind.build_loss`, which reads the
+    loss settings): ``logits_loss`` is the kind's loss over the logits (the novel-token weighted cross-entropy of
+    :mod:`multimsd.training.loss`, or the LSTM's sampled softmax)."""
+
+    def __init__(
+        self,
+        settings: LossSettings,
+        kind: ModelKind,
+        model,
+        accelerator,
+        logits_loss: LossFunction,
+        *,
+        own_loss: bool = False,
+        probe: dict | None = None,
+    ):
         unwrapped = accelerator.unwrap_model(model)
-        self.cfg, self.kind, self.unwrapped = cfg, kind, unwrapped
-        self.head = chunked_head(cfg, kind, unwrapped, accelerator, probe)
+        self.settings, self.kind, self.unwrapped = settings, kind, unwrapped
+        self.head = chunked_head(settings, kind, unwrapped, accelerator, probe, own_loss)
         # The logits path of a causal LM skips the prompt's logits; the chunked path computes none it does not need.
         self.trim = self.head is None and kind.can_trim(unwrapped)
-        # the novel-token weighted cross-entropy (multimsd.training.loss), or the LSTM's sampled softmax
-        self.loss_fn = kind.loss_function(cfg, unwrapped, tokenizer)
+        self.loss_fn = logits_loss
         self.autocast = accelerator.autocast
 
     @property
@@ -134,11 +159,11 @@ class MicroBatchLoss:
                 self.head.weight,
                 batch["labels"],
                 batch["novel"],
-                theta=self.cfg.loss.theta,
+                theta=self.settings.theta,
                 num_items=num_items,
                 bias=self.head.bias,
-                chunk_size=self.cfg.loss.chunk_size,
-                label_smoothing=self.cfg.loss.label_smoothing,
+                chunk_size=self.settings.chunk_size,
+                label_smoothing=self.settings.label_smoothing,
                 shift=self.kind.shift_labels,
                 target_index=batch.get(target_index_key(self.kind.shift_labels)),
             )
@@ -164,7 +189,7 @@ class MicroBatchLoss:
                 self.head.weight,
                 batch["labels"],
                 bias=self.head.bias,
-                chunk_size=self.cfg.loss.chunk_size,
+                chunk_size=self.settings.chunk_size,
                 shift=self.kind.shift_labels,
                 target_index=index,
             )

@@ -247,7 +247,7 @@ def prepare_training(s: Session) -> None:
     # forward + loss of a micro-batch: chunked from the hidden states where it applies (checked once on the first
     # training example), else from the logits (multimsd.training.forward)
     probe = {k: t.to(accelerator.device) for k, t in probe.items()}
-    s.losses = MicroBatchLoss(cfg, s.kind, s.model, s.tokenizer, accelerator, probe)
+    s.losses = s.kind.build_loss(cfg, s.model, s.tokenizer, accelerator, probe)
     accelerator.register_for_checkpointing(s.state)
     register_trainable_only_hooks(accelerator)  # a LoRA checkpoint holds the adapter, not the frozen base
     fingerprint = config_fingerprint(cfg)

@@ -274,6 +274,18 @@ def weighted_token_loss(
     return total / denom
 
 
+def _check_logits_arguments(logits, labels, input_ids, novel_mask) -> None:
+    if (input_ids is None) == (novel_mask is None):
+        raise ValueError("give exactly one of input_ids and novel_mask")
+    if logits.dim() != 3:
+        raise ValueError(f"logits must have shape [B, T, V], got {tuple(logits.shape)}")
+    _check_2d("labels", labels)
+    if logits.shape[:2] != labels.shape:
+        raise ValueError(f"logits {tuple(logits.shape)} and labels {tuple(labels.shape)} are not aligned")
+    if novel_mask is not None and novel_mask.shape != labels.shape:
+        raise ValueError(f"novel_mask shape {tuple(novel_mask.shape)} != labels shape {tuple(labels.shape)}")
+
+
 def weighted_cross_entropy(
     logits: torch.Tensor,
     labels: torch.Tensor,
@@ -320,16 +332,7 @@ def weighted_cross_entropy(
         ``F.cross_entropy(logits.float().view(-1, V), labels.view(-1), ignore_index=ignore_index)`` up to the
         order of the float summation.
     """
-    if (input_ids is None) == (novel_mask is None):
-        raise ValueError("give exactly one of input_ids and novel_mask")
-    if logits.dim() != 3:
-        raise ValueError(f"logits must have shape [B, T, V], got {tuple(logits.shape)}")
-    _check_2d("labels", labels)
-    if logits.shape[:2] != labels.shape:
-        raise ValueError(f"logits {tuple(logits.shape)} and labels {tuple(labels.shape)} are not aligned")
-    if novel_mask is not None and novel_mask.shape != labels.shape:
-        raise ValueError(f"novel_mask shape {tuple(novel_mask.shape)} != labels shape {tuple(labels.shape)}")
-
+    _check_logits_arguments(logits, labels, input_ids, novel_mask)
     labels = labels.to(logits.device).long()
     if novel_mask is None:
         novel_mask = novel_token_mask(

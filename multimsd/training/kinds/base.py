@@ -156,8 +156,28 @@ class ModelKind:
             return logits[:, :-1], labels[:, 1:]
         return logits, labels
 
-    def loss_function(self, cfg, model, tokenizer) -> LossFunction:
-        """The training loss: novel-token weighted cross-entropy (multimsd.training.loss) over the logits."""
+    def build_loss(self, cfg, model, tokenizer, accelerator, probe: dict | None = None):
+        """The run's training loss (a :class:`multimsd.training.forward.MicroBatchLoss`), built once: the one
+        place where ``cfg.loss`` is read. The chunked path (from the hidden states) or the logits path is chosen
+        inside it; ``model`` is the prepared model, ``probe`` a small batch on its device that checks the chunked
+        path against the model's logits."""
+        from multimsd.training.forward import MicroBatchLoss
+
+        settings = cfg.loss
+        return MicroBatchLoss(
+            settings,
+            self,
+            model,
+            accelerator,
+            self.loss_function(settings, accelerator.unwrap_model(model), tokenizer, cfg),
+            own_loss=type(self).loss_function is not ModelKind.loss_function,
+            probe=probe,
+        )
+
+    def loss_function(self, settings, model, tokenizer, cfg) -> LossFunction:
+        """The training loss over the logits: novel-token weighted cross-entropy (multimsd.training.loss) with
+        ``settings`` (``cfg.loss``, a :class:`multimsd.training.config.LossSettings`). A kind that overrides it
+        (the LSTM's sampled softmax) keeps the logits path; ``cfg`` serves for its other settings."""
         from multimsd.training.loss import weighted_cross_entropy
 
         def loss(outputs, batch: dict, start: int, *, step: int, micro_batch: int, num_items):
@@ -165,9 +185,9 @@ class ModelKind:
                 outputs.logits,
                 batch["labels"][:, start:],
                 novel_mask=batch["novel"][:, start:],
-                theta=cfg.loss.theta,
+                theta=settings.theta,
                 num_items=num_items,
-                label_smoothing=cfg.loss.label_smoothing,
+                label_smoothing=settings.label_smoothing,
                 shift=self.shift_labels,
             )
 

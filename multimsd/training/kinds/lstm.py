@@ -156,10 +156,10 @@ class LstmKind(ModelKind):
         """Source words -> target words + ``</s>``, novelty by word."""
         return Tokenized(*tokenizer.encode_pair(row, max_length))
 
-    def loss_function(self, cfg, model, tokenizer) -> LossFunction:
+    def loss_function(self, settings, model, tokenizer, cfg) -> LossFunction:
         s = self.settings(cfg.model).lstm
         if not s.num_sampled:
-            return super().loss_function(cfg, model, tokenizer)
+            return super().loss_function(settings, model, tokenizer, cfg)
         from multimsd.training.sampled_softmax import SampledSoftmax
 
         sampled = SampledSoftmax.from_sampler_name(
@@ -178,7 +178,7 @@ class LstmKind(ModelKind):
                 step=step,
                 micro_batch=micro_batch,
                 novel_mask=batch["novel"],
-                theta=cfg.loss.theta,
+                theta=settings.theta,
                 num_items=num_items,
             )
 
