@@ -226,8 +226,8 @@ SYNCING = {"aten::nonzero", "aten::masked_select", "aten::_local_scalar_dense", 
 @pytest.mark.parametrize("theta", [4.0, 1.0])
 @pytest.mark.parametrize("shift", [True, False])
 def test_the_loss_picks_its_rows_without_a_host_sync(shift, theta):
-    from multimsd.training.chunked_loss import chunked_weighted_cross_entropy
-    from multimsd.training.data import Collator, target_index_key
+    from multimsd.training.chunked_loss import chunked_weighted_cross_entropy, target_index_key
+    from multimsd.training.data import Collator
 
     torch.manual_seed(0)
     examples = [

@@ -248,11 +248,6 @@ def with_target_index(batch: dict[str, torch.Tensor], labels: list[list[int]]) -
     return batch
 
 
-def target_index_key(shift: bool) -> str:
-    """The batch key of the :func:`target_index` layout a kind with this ``shift_labels`` reads."""
-    return "target_index_shifted" if shift else "target_index"
-
-
 class Collator:
     """Right-pads a batch: input_ids with the pad id, labels with -100, novel flags with 0; adds the positions
     the loss reads (:func:`with_target_index`)."""

@@ -20,17 +20,19 @@ attention mask; :func:`model_inputs` passes them so that transformers keeps atte
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
 import torch
 
-from multimsd.training.chunked_loss import chunked_weighted_cross_entropy, labelled_token_losses
-from multimsd.training.data import target_index_key
+from multimsd.training.chunked_loss import (
+    chunked_weighted_cross_entropy,
+    labelled_token_losses,
+    target_index_key,
+)
+from multimsd.training.config import LossSettings
 from multimsd.training.output_head import OutputHead, matches_logits
 
-if TYPE_CHECKING:
-    from multimsd.training.config import LossSettings
-    from multimsd.training.kinds.base import LossFunction, ModelKind
+# The kinds (multimsd.training.kinds) build their loss from this module (ModelKind.build_loss), so it names their
+# types in words only: `kind` is a ModelKind, `logits_loss` its LossFunction.
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +53,7 @@ def input_tokens(batch: dict) -> torch.Tensor | int:
     return batch["attention_mask"].sum() if "attention_mask" in batch else batch["input_ids"].numel()
 
 
-def label_count(kind: ModelKind, batch: dict) -> int:
+def label_count(kind, batch: dict) -> int:
     """The label tokens the loss averages over, known on the host: the length of the collator's target index
     (:func:`multimsd.training.data.target_index`; no device round trip), else the kind's count (which reads the
     labels on the device)."""
@@ -61,7 +63,7 @@ def label_count(kind: ModelKind, batch: dict) -> int:
 
 def chunked_head(
     settings: LossSettings,
-    kind: ModelKind,
+    kind,
     model,
     accelerator,
     probe: dict | None = None,
@@ -116,10 +118,10 @@ class MicroBatchLoss:
     def __init__(
         self,
         settings: LossSettings,
-        kind: ModelKind,
+        kind,
         model,
         accelerator,
-        logits_loss: LossFunction,
+        logits_loss,
         *,
         own_loss: bool = False,
         probe: dict | None = None,
