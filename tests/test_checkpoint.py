@@ -106,6 +106,7 @@ def test_checkpoint_of_another_adapter_is_refused(tmp_path):
         loop.run(lora_cfg(tmp_path, "run", optim={"batch_size": 2, "epochs": 1, "lr": 1e-2, "max_steps": 1}))
 
 
+@pytest.mark.e2e
 def test_full_fine_tuning_checkpoint_is_whole(tmp_path):
     """mBART without LoRA trains every weight: its checkpoint is the whole model, loaded strictly."""
     from multimsd.training import loop

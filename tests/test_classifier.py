@@ -229,6 +229,7 @@ def test_imbalance_experiment_caps_and_counts():
 # ---------------------------------------------------------------------------------------------- CLI
 
 
+@pytest.mark.e2e
 def test_cli_align_save_and_reuse(tmp_path, python, repo_root):
     out, model = tmp_path / "aligned", tmp_path / "model"
     common = ["aligner=classifier", "debug=tiny", "aligner.classifier.n_estimators=30"]
@@ -248,6 +249,7 @@ def test_cli_align_save_and_reuse(tmp_path, python, repo_root):
     assert sorted(map(key, rows)) == sorted(map(key, rows2))
 
 
+@pytest.mark.e2e
 def test_cli_imbalance(tmp_path, python, repo_root):
     report = tmp_path / "imbalance"
     proc = run_cli(
@@ -276,6 +278,7 @@ def test_cli_imbalance(tmp_path, python, repo_root):
     assert (report / "imbalance_prf.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.e2e
 def test_cli_gold_mode(tmp_path, python, repo_root):
     report = tmp_path / "gold"
     proc = run_cli(

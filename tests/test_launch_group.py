@@ -234,6 +234,7 @@ def step_losses(out):
     return [h["loss"] for h in hist if "step" in h]
 
 
+@pytest.mark.e2e
 def test_cpu_ddp_config_trains_as_one_group(tmp_path, repo_root):
     one = subprocess.run(
         [
@@ -274,6 +275,7 @@ def test_cpu_ddp_config_trains_as_one_group(tmp_path, repo_root):
     assert step_losses(tmp_path / "two") == pytest.approx(step_losses(tmp_path / "one"), rel=1e-4)
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     ("config", "port", "refusal"),
     [

@@ -183,6 +183,7 @@ def test_config_defaults_and_validation():
 # ---------------------------------------------------------------------------------------------- CLI
 
 
+@pytest.mark.e2e
 def test_cli_align_lexical(tmp_path, python, repo_root):
     out = tmp_path / "aligned"
     proc = run_cli(python, repo_root, "aligner=lexical", "debug=tiny", f"output.dir={out}")
@@ -198,6 +199,7 @@ def test_cli_align_lexical(tmp_path, python, repo_root):
         assert r["lang"] in ("en", "ja")
 
 
+@pytest.mark.e2e
 def test_cli_gold_lexical(tmp_path, python, repo_root):
     report = tmp_path / "gold"
     proc = run_cli(

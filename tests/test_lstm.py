@@ -466,6 +466,7 @@ def test_full_softmax_training_and_a_saved_model_as_the_start(tmp_path, fresh_ac
 
 
 # ---------------------------------------------------------------------------------------------- the CLIs
+@pytest.mark.e2e
 def test_cli_train_then_evaluate(tmp_path, repo_root):
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     out = tmp_path / "run"

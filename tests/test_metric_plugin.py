@@ -301,6 +301,7 @@ def test_bootstrap_of_a_metric_without_statistics_is_refused(toy_plugin, files, 
 
 
 # ------------------------------------------------------------------------------------------- the CLIs
+@pytest.mark.e2e
 def test_plugin_metric_with_interval_through_evaluate_cli(files, python, repo_root, tmp_path):
     plugins = tmp_path / "plugins"
     plugins.mkdir()
@@ -353,6 +354,7 @@ def _html_table(html: str, caption: str) -> str:
     return html[start : html.index("</table>", start)]
 
 
+@pytest.mark.e2e
 def test_plugin_metric_in_the_run_report(tmp_path, repo_root):
     """``multimsd run`` on tiny models with the plugin: the toy's interval (recomputed by hand for the copy
     baseline, whose outputs are the test sources) is in the run's results.json and in report.html; the

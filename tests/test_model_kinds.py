@@ -89,6 +89,7 @@ class ToyKind(Seq2SeqKind):
 '''
 
 
+@pytest.mark.e2e
 def test_a_plugin_kind_with_options_is_used_by_the_train_cli(tmp_path, repo_root):
     """model=toy comes from the plugin's registration alone (no YAML): its option reaches the kind, and a
     misspelt option is one error line naming the right one, exit 2, before any work."""

@@ -183,6 +183,7 @@ def test_second_build_is_cached(built_dir: Path) -> None:
     assert weights.stat().st_mtime_ns == before
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("damage", ["corrupt", "missing", "stale-format", "force"])
 def test_bad_marker_triggers_rebuild(built_dir: Path, tmp_path: Path, damage: str) -> None:
     """A copy of the session build with a bad marker (or force=True) is rebuilt in place, atomically."""

@@ -118,6 +118,7 @@ COMMANDS = {
 }
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("hub", ["offline", "unreachable"])
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_missing_model_without_the_hub_is_one_line_at_once(repo_root, tmp_path, command, hub):

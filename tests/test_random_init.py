@@ -8,6 +8,7 @@ from multimsd.training.kinds.transformer import TransformerModelSettings as Mode
 from multimsd.training.modeling import load_model_and_tokenizer
 
 
+@pytest.mark.e2e
 def test_random_architecture_has_the_real_shapes_and_is_seeded(tmp_path):
     from multimsd.training.models.random_init import random_model_dir
 

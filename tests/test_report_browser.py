@@ -19,6 +19,9 @@ from test_report import OVERLAPPING, SEPARABLE, make_run
 
 from multimsd.report import build_report
 
+# Whole runs: each test starts a command or a browser (`make test-e2e`; docs/development.md).
+pytestmark = pytest.mark.e2e
+
 TIMEOUT = 60
 
 

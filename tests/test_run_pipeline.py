@@ -85,6 +85,7 @@ def reference_run(tmp_path_factory) -> Path:
     return run_dir
 
 
+@pytest.mark.e2e
 def test_a_log_file_gets_lines_not_progress_bars(reference_run):
     """Off a terminal no progress bar is drawn (their ``\\r`` redraws filled 146 lines of a tiny run's log):
     each loop writes one line when it ends, training its line per epoch and per run."""
@@ -98,6 +99,7 @@ def test_a_log_file_gets_lines_not_progress_bars(reference_run):
     assert len(lines) < 160, len(lines)
 
 
+@pytest.mark.e2e
 def test_run_writes_every_stage_and_results(reference_run):
     d = reference_run
     assert (d / "align" / "dataset_dict.json").is_file() and (d / "align" / "stats.json").is_file()
@@ -140,6 +142,7 @@ def test_run_writes_every_stage_and_results(reference_run):
     assert first["finetuned_theta4"] > first["finetuned_theta1"] * 1.5
 
 
+@pytest.mark.e2e
 def test_rerun_skips_unchanged_and_reruns_downstream_of_a_change(reference_run, tmp_path):
     import shutil
 
@@ -185,6 +188,7 @@ def wait_then_kill(proc: subprocess.Popen, ready, timeout: float = 300) -> bool:
     raise AssertionError("kill point not reached in time")
 
 
+@pytest.mark.e2e
 def test_sigkill_at_three_points_then_same_numbers(reference_run, tmp_path):
     d = tmp_path / "killed"
     stages = d / ".stages"
@@ -210,6 +214,7 @@ def test_sigkill_at_three_points_then_same_numbers(reference_run, tmp_path):
     assert numbers(d) == numbers(reference_run)
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_interrupt_in_training_is_one_line_then_the_same_command_continues(reference_run, tmp_path, sig):
     """Ctrl-C (SIGINT to the whole process group, as from a terminal) or SIGTERM while a system trains: exit
@@ -247,6 +252,7 @@ def test_interrupt_in_training_is_one_line_then_the_same_command_continues(refer
     assert numbers(d) == numbers(reference_run)
 
 
+@pytest.mark.e2e
 def test_bad_input_fails_in_one_line_before_any_work(tmp_path):
     cases = {
         "typo in a stage key": (["train.optim.lrr=1"], "train config"),

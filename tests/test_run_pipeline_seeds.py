@@ -90,6 +90,7 @@ def test_check_seeds():
             check_seeds(bad)
 
 
+@pytest.mark.e2e
 def test_bad_seeds_fail_in_one_line_before_any_work(tmp_path):
     for value, message in (
         ("[]", "seeds=[]"),
@@ -240,6 +241,7 @@ def test_seed_interval_includes_the_seed_variance(tmp_path):
 
 
 # ------------------------------------------------------------------------------------------- end to end
+@pytest.mark.e2e
 def test_seeded_run_trains_each_system_once_per_seed(seeded_run):
     d = seeded_run
     trained = [f"finetuned_theta{t}_seed{s}" for t in (1, 4) for s in (1, 2)]
@@ -258,6 +260,7 @@ def test_seeded_run_trains_each_system_once_per_seed(seeded_run):
     assert "seed 2" in run["systems"]["finetuned_theta4_seed2"]["label"]
 
 
+@pytest.mark.e2e
 def test_seeded_results_give_per_seed_scores_mean_and_sd(seeded_run):
     d = seeded_run
     results = json.loads((d / "results.json").read_text())
@@ -290,6 +293,7 @@ def test_seeded_results_give_per_seed_scores_mean_and_sd(seeded_run):
     assert "SARI and BLEU vs loss.theta, mean over seeds" in md
 
 
+@pytest.mark.e2e
 def test_adding_a_seed_trains_only_the_new_seed(seeded_run):
     """(Last: it adds seed 3 to the shared run.) The same command skips everything; a new seed trains that
     seed's systems and re-evaluates."""

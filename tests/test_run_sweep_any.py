@@ -303,6 +303,7 @@ E2E = {
 }
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("case", list(E2E))
 def test_sweep_end_to_end(case, tmp_path):
     extra, key, expected = E2E[case]

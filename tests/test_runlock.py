@@ -179,6 +179,7 @@ def test_a_command_stopped_by_bad_input_leaves_no_lock_behind(tmp_path):
 
 
 # ------------------------------------------------------------------------------------------- the commands
+@pytest.mark.e2e
 def test_a_second_multimsd_run_is_one_line_exit_2_and_writes_nothing(tmp_path):
     """The run directory of an earlier run (a re-run into it) and a new one (the first run just started)."""
     existing = tmp_path / "earlier"
@@ -195,6 +196,7 @@ def test_a_second_multimsd_run_is_one_line_exit_2_and_writes_nothing(tmp_path):
         assert not fresh.exists()
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("stage", ["align", "train", "evaluate"])
 def test_a_second_stage_command_is_one_line_exit_2_and_writes_nothing(tmp_path, stage):
     d = tmp_path / "out"
@@ -215,6 +217,7 @@ def test_align_gold_mode_holds_its_report_dir(tmp_path):
         assert "choose another gold.report_dir" in proc_.stderr
 
 
+@pytest.mark.e2e
 def test_two_real_runs_at_once_the_second_is_refused_and_the_first_finishes(tmp_path):
     """Issue #32's row: the same ``multimsd run debug=tiny`` in two terminals, the second 3 s later (~30 s on
     2 CPU cores: the tiny run is short enough for the default suite)."""

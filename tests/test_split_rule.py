@@ -241,6 +241,7 @@ def test_multimsd_run_refuses_a_bad_split_before_any_work(tmp_path, capsys, args
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     "script,arg,message",
     [
@@ -256,6 +257,7 @@ def test_the_entry_points_print_one_line(tmp_path, python, repo_root, script, ar
 
 
 # ------------------------------------------------------------------------------------------- the pipeline
+@pytest.mark.e2e
 def test_a_changed_split_setting_re_runs_its_stage(tmp_path):
     """The stage fingerprints of ``multimsd run`` hold the resolved split settings."""
     from multimsd.pipeline.cli import route

@@ -335,6 +335,7 @@ def _get(url: str) -> tuple[int, bytes]:
         return e.code, e.read()
 
 
+@pytest.mark.e2e
 def test_a_real_server_killed_with_sigkill_loses_no_acknowledged_action(run_dir, tmp_path, studio_server):
     root = tmp_path / "run"
     shutil.copytree(run_dir, root)
@@ -428,6 +429,7 @@ def test_align_gold_mode_scores_the_aligner_against_the_studios_gold_file(run_di
     corpus.close()
 
 
+@pytest.mark.e2e
 def test_one_studio_per_annotator_and_other_annotators_side_by_side(run_dir, tmp_path, studio_server):
     """Issue #32's row: ``--annotator twin`` twice on one run. The second is one line, exit 2, having written
     nothing; another annotator's studio starts beside it; once the first is SIGKILLed the next one starts

@@ -14,7 +14,11 @@ import io
 import json
 import shutil
 
+import pytest
 from test_studio import A1, run_dir, toy_view  # noqa: F401  (run_dir, toy_view: fixtures)
+
+# Whole runs: each test starts a command or a browser (`make test-e2e`; docs/development.md).
+pytestmark = pytest.mark.e2e
 
 
 def test_reject_and_link_by_keys_and_clicks_survive_a_reload(run_dir, tmp_path, studio_server, chromium_page):  # noqa: F811

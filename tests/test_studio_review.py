@@ -303,6 +303,7 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(run_dir, tmp_path, caps
         assert after == before  # nothing written: no gold journal, no ratings file
 
 
+@pytest.mark.e2e
 def test_a_real_server_killed_with_sigkill_loses_no_acknowledged_rating(run_dir, tmp_path, studio_server):  # noqa: F811
     root = tmp_path / "run"
     shutil.copytree(run_dir, root)

@@ -13,8 +13,12 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import pytest
 from test_studio import run_dir  # noqa: F401  (run_dir: the fixture)
 from test_studio_review import NAMES, OUTPUTS, REFS, add_systems
+
+# Whole runs: each test starts a command or a browser (`make test-e2e`; docs/development.md).
+pytestmark = pytest.mark.e2e
 
 if TYPE_CHECKING:
     from conftest import Chromium

@@ -8,7 +8,11 @@ from __future__ import annotations
 import json
 import shutil
 
+import pytest
 from test_studio import A1, run_dir  # noqa: F401  (run_dir: the fixture)
+
+# Whole runs: each test starts a command or a browser (`make test-e2e`; docs/development.md).
+pytestmark = pytest.mark.e2e
 
 
 def test_legend_other_aligner_accept_rank_columns_and_combination(

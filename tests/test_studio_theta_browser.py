@@ -9,9 +9,13 @@ import io
 import shutil
 from typing import TYPE_CHECKING
 
+import pytest
 from test_studio_theta import ARTICLES, real_gold_mode, theta_run  # noqa: F401  (theta_run: the fixture)
 
 from multimsd.alignment.embed import Embedder
+
+# Whole runs: each test starts a command or a browser (`make test-e2e`; docs/development.md).
+pytestmark = pytest.mark.e2e
 
 if TYPE_CHECKING:
     from conftest import Chromium

@@ -41,6 +41,7 @@ def tiny_cfg(tmp_path, model="tiny_mbart", **over):
     return cfg
 
 
+@pytest.mark.e2e
 def test_tiny_mbart_trains_and_writes_everything(tmp_path):
     res = run(tiny_cfg(tmp_path, loss__theta=2.0))
     out = tmp_path / "run"
@@ -57,6 +58,7 @@ def test_tiny_mbart_trains_and_writes_everything(tmp_path):
     assert list((out / "checkpoints").glob("step_*"))
 
 
+@pytest.mark.e2e
 def test_epoch_generation_is_capped_and_final_predictions_are_whole(tmp_path):
     res = run(tiny_cfg(tmp_path, eval__generate_max_rows=1))
     epoch = next(h for h in res["history"] if "sari" in h)
@@ -118,6 +120,7 @@ def test_empty_training_split(tmp_path):
         run(tiny_cfg(tmp_path, data__path=str(p)))
 
 
+@pytest.mark.e2e
 def test_checkpoint_of_another_config_is_refused_and_kept(tmp_path):
     run(tiny_cfg(tmp_path, optim__max_steps=1))
     ckpts = sorted(p.name for p in (tmp_path / "run" / "checkpoints").glob("step_*"))
@@ -128,6 +131,7 @@ def test_checkpoint_of_another_config_is_refused_and_kept(tmp_path):
         run({**tiny_cfg(tmp_path, optim__max_steps=1), "resume": False})
 
 
+@pytest.mark.e2e
 def test_push_model_uploads_card_and_weights(tmp_path, monkeypatch):
     calls = {}
 
@@ -149,6 +153,7 @@ def test_push_model_uploads_card_and_weights(tmp_path, monkeypatch):
     assert "after" in res
 
 
+@pytest.mark.e2e
 def test_push_failure_does_not_leak_token(tmp_path, monkeypatch, capsys):
     token = "hf_SECRETsecretSECRET"
     monkeypatch.setenv("HF_TOKEN", token)

@@ -10,6 +10,9 @@ import time
 
 import pytest
 
+# Whole runs: each test starts a command or a browser (`make test-e2e`; docs/development.md).
+pytestmark = pytest.mark.e2e
+
 TINY = [
     "model=tiny_mbart",
     "data.languages=[en]",

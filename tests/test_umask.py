@@ -64,6 +64,7 @@ def test_share_modes_leaves_symlinks_alone(tmp_path, umask):
     assert mode(tmp_path / "f") == 0o644 and os.readlink(tmp_path / "link") == "/etc/hostname"
 
 
+@pytest.mark.e2e
 def test_a_run_directory_follows_the_umask(tmp_path, repo_root):
     """``multimsd run debug=tiny`` under umask 027: every file group-readable and nothing world-readable, every
     directory group-searchable; the report, results and stage outputs included (they were 0600 / 0700)."""

@@ -219,6 +219,7 @@ def corpus_args(tsv: Path, run_dir: Path) -> list[str]:
     ]
 
 
+@pytest.mark.e2e
 def test_experiment_runs_end_to_end_on_a_tiny_model(tmp_path):
     tsv = write_corpus(tmp_path / "c.tsv")
     run_dir = tmp_path / "run"
@@ -248,6 +249,7 @@ def test_experiment_runs_end_to_end_on_a_tiny_model(tmp_path):
     assert not (run_dir / "align" / "gold").exists()
 
 
+@pytest.mark.e2e
 def test_bad_corpus_fails_in_one_line_and_writes_nothing(tmp_path):
     tsv = write_corpus(tmp_path / "c.tsv")
     run_dir = tmp_path / "run"
