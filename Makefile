@@ -43,8 +43,8 @@ check: lint  ## before each commit: format check, lint, then the test tier witho
 test: setup system-deps  ## set-up + the test suite but the e2e / slow / gpu / slurm / package tiers (the README's test command)
 	$(PY) -m pytest $(XDIST)
 
-test-e2e: setup system-deps  ## the whole runs (commands in their own process, trainings, pipelines, sweeps, servers, browsers), one at a time: two at once on two cores took longer
-	$(PY) -m pytest -m "e2e and not slow and not gpu and not slurm and not package"
+test-e2e: setup system-deps  ## the whole runs: commands in their own process, trainings, pipelines, sweeps, servers, browsers
+	$(PY) -m pytest $(XDIST) -m "e2e and not slow and not gpu and not slurm and not package"
 
 test-slurm: setup slurm-deps  ## the sweeps on a local SLURM cluster (scripts/slurm-local.sh; root + apt)
 	$(PY) -m pip install -q -e ".[sweep]"
