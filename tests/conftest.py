@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 # Under pytest-xdist (`make test` runs one worker per core) each worker, and every process a test starts (they
-# inherit the environment), computes on one thread: two workers of two threads each on two cores spend their
-# time switching, and the run is no faster than one process. Set before anything imports torch.
+# inherit the environment), computes on one thread, so two workers do not ask two cores for four threads. Set
+# before anything imports torch.
 if os.environ.get("PYTEST_XDIST_WORKER"):
     for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "TOKENIZERS_PARALLELISM"):
         os.environ[_var] = "false" if _var == "TOKENIZERS_PARALLELISM" else "1"
