@@ -35,14 +35,19 @@ from torch.utils.checkpoint import checkpoint
 
 from multimsd.training.loss import shift_labels, weighted_token_loss
 
+__all__ = [
+    "DEFAULT_CHUNK_SIZE",
+    "chunked_weighted_cross_entropy",
+    "labelled_token_losses",
+    "target_index_key",
+]
+
 
 def target_index_key(shift: bool) -> str:
     """The batch key of the target index (:func:`multimsd.training.data.target_index`: the flat positions of
     the labels the loss reads) for a kind with this ``shift_labels``."""
     return "target_index_shifted" if shift else "target_index"
 
-
-__all__ = ["DEFAULT_CHUNK_SIZE", "chunked_weighted_cross_entropy", "labelled_token_losses"]
 
 # 4096 tokens x 128k vocabulary x 4 bytes = 2 GiB of float32 logits per chunk at most (plus its gradient in
 # backward), against ~16 GiB for the full logits of a 16 x 256 Llama-3.1 batch; on the project's short

@@ -72,9 +72,9 @@ def chunked_head(
     """The output head for the chunked loss, or None (logits path; the reason is logged when chunked was asked).
 
     ``model`` is the unwrapped model; ``own_loss``: the kind computes a loss of its own from the logits (not the
-    base weighted cross-entropy, which the chunked path computes instead); ``probe``, a small batch on the model's device, is run once both ways
-    (:func:`multimsd.training.output_head.matches_logits`) so a model family whose logits are more than
-    ``hidden @ W.T + b`` keeps the logits path instead of training on a different loss.
+    base weighted cross-entropy, which the chunked path computes instead); ``probe``, a small batch on the model's
+    device, is run once both ways (:func:`multimsd.training.output_head.matches_logits`) so a model family whose
+    logits are more than ``hidden @ W.T + b`` keeps the logits path instead of training on a different loss.
     """
     from accelerate.utils import DistributedType
 
