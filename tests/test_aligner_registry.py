@@ -265,6 +265,7 @@ def test_plugin_aligner_through_the_cli(tmp_path, python, repo_root):
     assert stats["sentences_encoded"] == 0
 
 
+@pytest.mark.integration
 def test_unknown_cli_aligner_without_its_plugin(tmp_path, python, repo_root):
     (tmp_path / "conf" / "aligner").mkdir(parents=True)
     (tmp_path / "conf" / "aligner" / "toy.yaml").write_text("method: toy\nthreshold: 0.5\n", encoding="utf-8")

@@ -53,6 +53,7 @@ def _model(attn: str | None):
     return model, tokenizer
 
 
+@pytest.mark.integration
 def test_attn_implementation_reaches_the_model(tmp_path):
     for attn, runs in [(None, "sdpa"), ("eager", "eager"), ("flex_attention", "flex_attention")]:
         model, _ = load_model_and_tokenizer(_cfg(attn).model)
@@ -80,6 +81,7 @@ def test_unknown_or_uninstalled_attention_is_one_line():
     check_config(_cfg("flex_attention"))  # the other values pass
 
 
+@pytest.mark.integration
 def test_packed_row_masks_dense_for_sdpa_and_blockwise_for_flex():
     """What transformers 5.x builds for a packed row (position ids restarting, no attention mask, no cache):
     sdpa a dense [row, row] block-diagonal causal mask; flex_attention a BlockMask of the same pattern."""
@@ -184,6 +186,7 @@ def test_packed_and_padded_losses_and_gradients_equal_through_flex_attention_on_
     assert check_attention(to_train_config({"data": {"packing": True}}), get_kind("causal"), model, "cuda")
 
 
+@pytest.mark.integration
 def test_packing_on_a_gpu_needs_an_attention_without_a_dense_mask():
     kind = get_kind("causal")
     packing = _cfg(None, data={"packing": True})
@@ -230,6 +233,7 @@ def test_the_training_stage_refuses_with_one_line_and_exit_2(tmp_path, python, r
     assert len(errors) == 1 and "Traceback" not in proc.stderr
 
 
+@pytest.mark.integration
 def test_decoding_runs_sdpa_for_a_flex_attention_model():
     model, tokenizer = _model("flex_attention")
     model.eval()
@@ -247,6 +251,7 @@ def test_decoding_runs_sdpa_for_a_flex_attention_model():
         assert ref.get_base_model().config._attn_implementation == "sdpa"
 
 
+@pytest.mark.integration
 def test_a_flex_attention_model_decodes_through_the_training_stages_generate():
     """predict.generate (validation, test, mode=icl) decodes a flex_attention model with sdpa: on this CPU the
     flex decoding kernel does not even compile; the outputs are the sdpa model's."""

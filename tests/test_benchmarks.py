@@ -211,6 +211,7 @@ def test_gpu_bench_profile_on_cpu(tmp_path):
         assert ms == sorted(ms, reverse=True)
 
 
+@pytest.mark.integration
 def test_deadline_starts_nothing_after_it_and_still_prints_the_table(tmp_path):
     """--deadline 0: no measurement starts; the table, its JSON and the exit status say so (a lent GPU's call
     limit must not cost the rows already measured: the table always comes out)."""

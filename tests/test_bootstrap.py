@@ -104,6 +104,7 @@ def test_identity_resample_is_the_corpus_score_sari_bleu(case, lowercase):
         )
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     ("lang", "sents"), [("en", EN_SYS), ("en", EN_SRC), ("de", ["Das ist gut.", "Nein"])]
 )
@@ -128,6 +129,7 @@ def loop_percentile(values, q):
     return s[lo] + (s[hi] - s[lo]) * (pos - lo)
 
 
+@pytest.mark.integration
 def test_matches_a_plain_loop_over_the_same_resamples():
     n, samples, conf = len(EN_SRC), 200, 0.9
     idx = resample_indices(n, samples, seed=7)
@@ -190,6 +192,7 @@ def test_much_better_on_every_sentence_is_separable():
     assert r.a_score == pytest.approx(corpus_sari(EN_SRC, EN_REF, [EN_REF]), abs=1e-9)
 
 
+@pytest.mark.integration
 def test_paired_p_value_and_interval_definition():
     """p = min(1, 2 min(#{d* <= 0}, #{d* >= 0}) / B); interval [d*_(j), d*_(B+1-j)], j = ceil(alpha B / 2),
     d* the resampled differences (written out here, one resample at a time)."""

@@ -54,6 +54,7 @@ def assert_apart_and_inside(
         )
 
 
+@pytest.mark.integration
 def test_png_legend_of_long_labels(tmp_path):
     fig = plot_scores(results(LABELS), tmp_path / "scores.png")
     assert (tmp_path / "scores.png").stat().st_size > 1000

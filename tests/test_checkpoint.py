@@ -42,6 +42,7 @@ def saved_keys(ckpt):
         return {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118 (safe_open is not iterable)
 
 
+@pytest.mark.integration
 def test_lora_checkpoint_holds_the_adapter_and_resume_is_exact(tmp_path, monkeypatch):
     from multimsd.training import loop
     from multimsd.training.kinds.transformer import TransformerModelSettings as ModelSettings
@@ -84,6 +85,7 @@ def test_lora_checkpoint_holds_the_adapter_and_resume_is_exact(tmp_path, monkeyp
         assert torch.equal(final[k], v), k
 
 
+@pytest.mark.integration
 def test_checkpoint_of_another_adapter_is_refused(tmp_path):
     from multimsd.training import loop
 

@@ -52,6 +52,7 @@ def model_and_batch(tmp_path, model: str, n: int = 4, lora: bool | None = None):
     return tc, net, tok, batch
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     ("model", "lora"), [("tiny_llama", True), ("tiny_mbart", False), ("tiny_mbart", True)]
 )
@@ -85,6 +86,7 @@ def test_lm_head_returns_hidden_states_within_the_block_only(tmp_path, model, lo
     assert "forward" not in vars(head.head)
 
 
+@pytest.mark.integration
 def test_heads_it_cannot_reproduce_keep_the_logits_path(tmp_path):
     from peft import LoraConfig, get_peft_model
 
@@ -132,6 +134,7 @@ def _step(tc, net, tok, batch, chunked: bool):
     return loss.detach(), grads, val
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     ("model", "lora"), [("tiny_llama", True), ("tiny_llama", False), ("tiny_mbart", False)]
 )
@@ -155,6 +158,7 @@ def test_a_training_step_gives_the_logits_paths_loss_and_gradients(tmp_path, mod
 
 
 # tiny mBART: ~35 s, most of it hashing its 250k-token tokenizer for the tokenisation cache (twice)
+@pytest.mark.integration
 @pytest.mark.parametrize("model", ["tiny_llama", pytest.param("tiny_mbart", marks=pytest.mark.slow)])
 def test_run_gives_the_same_losses_chunked_or_not(tmp_path, model):
     from accelerate.state import AcceleratorState, GradientState

@@ -102,6 +102,7 @@ def test_features_by_hand_chinese_and_empty():
     assert (g["char_levenshtein"], g["word_levenshtein"]) == (4, 1)
 
 
+@pytest.mark.integration
 def test_bulk_matrix_equals_per_pair():
     gold = load_gold_docs(None)
     docs = [d for d in gold if d.lang == "en"][:2] + [
@@ -169,6 +170,7 @@ def english_model():
     return model, test, prepared
 
 
+@pytest.mark.integration
 def test_classifier_beats_random_baseline(english_model):
     model, test, prepared = english_model
     scores = model.proba(prepared)
@@ -299,6 +301,7 @@ def test_cli_gold_mode(tmp_path, python, repo_root):
     assert e["valid"]["f1"] < 0.95
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     "args, message",
     [

@@ -63,6 +63,7 @@ def test_python_warning_options_win(monkeypatch):
     assert shown_under_entry_point_filters("transformers.modeling_utils")
 
 
+@pytest.mark.integration
 def test_importing_multimsd_leaves_library_warnings_alone(repo_root):
     """Code of the user's that imports multimsd (every entry module included) keeps seeing the deprecation
     warnings of transformers & co.: only running a command filters them."""

@@ -88,6 +88,7 @@ def force_end(kind, model, tok, monkeypatch, end: bool):
         monkeypatch.setattr(model, "_next_logits", biased)
 
 
+@pytest.mark.integration
 @pytest.mark.usefixtures("fresh_accelerate_state")
 @pytest.mark.parametrize("kind", ["causal", "seq2seq", "lstm"])
 def test_every_kind_records_cut_outputs(kind, monkeypatch, tmp_path):

@@ -166,6 +166,7 @@ def one_thread():
     torch.set_num_threads(n)
 
 
+@pytest.mark.integration
 @pytest.mark.usefixtures("fresh_accelerate_state", "one_thread")
 def test_tiny_llama_lora_same_greedy_outputs(monkeypatch):
     from multimsd.training.kinds.causal import PromptHeads
@@ -190,6 +191,7 @@ def test_tiny_llama_lora_same_greedy_outputs(monkeypatch):
     assert all(torch.equal(p, before[n]) for n, p in model.named_parameters())
 
 
+@pytest.mark.integration
 @pytest.mark.usefixtures("fresh_accelerate_state", "one_thread")
 def test_tiny_mbart_same_outputs_greedy_and_beam(monkeypatch):
     from multimsd.training.loop import to_train_config

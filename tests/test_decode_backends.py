@@ -56,6 +56,7 @@ def check_backends(cfg, model, tok, rows, budgets, monkeypatch):
     return old
 
 
+@pytest.mark.integration
 @pytest.mark.usefixtures("fresh_accelerate_state", "one_thread")
 def test_tiny_llama_lora_backends_same_greedy_outputs(monkeypatch):
     from multimsd.training.loop import to_train_config
@@ -102,6 +103,7 @@ def test_smollm2_lora_backends_same_greedy_outputs(monkeypatch):
     assert all(any(c.isalpha() for c in g) for g in old), old  # words, not noise
 
 
+@pytest.mark.integration
 @pytest.mark.usefixtures("fresh_accelerate_state")
 def test_backends_other_kinds_and_beams_refused():
     from multimsd.training.loop import to_train_config
@@ -161,6 +163,7 @@ def test_continuous_cache_blocks_by_hand():
     assert continuous_cache_blocks(s, model, ids, on_cuda=False) == 4
 
 
+@pytest.mark.integration
 @pytest.mark.usefixtures("fresh_accelerate_state", "one_thread")
 def test_static_backend_compiled_as_on_cuda_same_outputs_few_graphs():
     """On CUDA ``generate`` compiles the decoding step of a static cache by itself; here it is made to on the

@@ -281,6 +281,7 @@ def test_studio_action_on_a_full_disk_is_taken_back_whole(disk, tmp_path):
 
 
 # ------------------------------------------------------------------------------ the embedding cache
+@pytest.mark.integration
 def test_embedding_cache_on_a_full_disk_keeps_what_it_had(disk, tiny_encoder):
     from test_faults import TEXTS as SENTENCES
     from test_faults import embedder_cfg
@@ -329,6 +330,7 @@ def aligned_rows(n: int, tag: str) -> list[dict]:
     ]
 
 
+@pytest.mark.integration
 def test_aligned_dataset_dict_on_a_full_disk_keeps_the_earlier_one(disk):
     import datasets
 
@@ -352,6 +354,7 @@ def test_aligned_dataset_dict_on_a_full_disk_keeps_the_earlier_one(disk):
 
 
 # ------------------------------------------------------------------------------ checkpoints
+@pytest.mark.integration
 @pytest.mark.usefixtures("fresh_accelerate_state")
 def test_checkpoint_on_a_full_disk_then_the_same_run_resumes_exactly(disk, tmp_path, monkeypatch):
     """The disk fills as step 3's checkpoint is written: one line naming it, no partial checkpoint, steps 1-2

@@ -132,6 +132,7 @@ def pages():
     return gen.generate()
 
 
+@pytest.mark.integration
 def test_pages_per_entry_point(pages):
     assert set(pages) >= {
         "reference/index.md",
@@ -177,6 +178,7 @@ def test_comments_and_composed_defaults_on_pages(pages):
     )
 
 
+@pytest.mark.integration
 def test_group_entries_of_the_config_store_are_documented():
     """A dataclass stored as a group entry (as aligners / model kinds register their options) gets a section
     ``aligner=<name>`` with the keys it adds or whose default it changes."""

@@ -33,6 +33,7 @@ def manual(path: Path, texts: list[str], pooling: str) -> np.ndarray:
     return torch.nn.functional.normalize(v, dim=-1).numpy()
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("pooling", ["cls", "mean"])
 def test_transformers_backend_pooling(tiny_encoder, tmp_path, pooling):
     cfg = EmbedderConfig(name="tiny", model=str(tiny_encoder), backend="transformers", pooling=pooling)
@@ -42,6 +43,7 @@ def test_transformers_backend_pooling(tiny_encoder, tmp_path, pooling):
     np.testing.assert_allclose(vecs, manual(tiny_encoder, TEXTS, pooling), atol=1e-5)
 
 
+@pytest.mark.integration
 def test_cache_hits_skip_the_model(tiny_encoder, tmp_path):
     cfg = EmbedderConfig(name="tiny", model=str(tiny_encoder), backend="transformers", pooling="cls")
     first = Embedder(cfg, tmp_path)
@@ -62,6 +64,7 @@ def test_cache_hits_skip_the_model(tiny_encoder, tmp_path):
     assert third.n_encoded == 2
 
 
+@pytest.mark.integration
 def test_prefix_is_prepended(tiny_encoder, tmp_path):
     cfg = EmbedderConfig(
         name="tiny", model=str(tiny_encoder), backend="transformers", pooling="mean", cache_embeddings=False

@@ -38,6 +38,7 @@ def test_every_command_reads_hydras_spellings(tmp_path):
     assert parse_command_line("train", ["x=1"]).config_dir is None
 
 
+@pytest.mark.integration
 def test_commands_and_an_unknown_one(tmp_path):
     out = multimsd("--help", cwd=tmp_path)
     assert out.returncode == 0 and all(c in out.stdout for c in ("run", "align", "train", "evaluate"))
@@ -78,6 +79,7 @@ def test_run_config_dir_reaches_the_run_and_every_stage(tmp_path):
     assert out.returncode == 2 and "nowhere" in out.stderr
 
 
+@pytest.mark.integration
 def test_a_users_group_option_on_hydras_search_path_passes_the_start_up_check(tmp_path):
     # The start-up check composes with the same search path as Hydra (hydra.searchpath / --config-dir).
     (tmp_path / "mine" / "embedder").mkdir(parents=True)
@@ -94,6 +96,7 @@ def test_a_users_group_option_on_hydras_search_path_passes_the_start_up_check(tm
     assert out.returncode == 2 and "Could not find 'embedder/mine'" in out.stderr
 
 
+@pytest.mark.integration
 def test_a_bad_value_is_not_mistaken_for_another_aligners_option(tmp_path):
     out = multimsd("align", "aligner.threshold=abc", cwd=tmp_path)
     assert (
@@ -120,6 +123,7 @@ def stage_headers(out: str) -> list[str]:
     return re.findall(r"^# stage (\S+): \S+$", out, re.M)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     "what, run_config, stage_configs", [("job", True, False), ("hydra", False, True), ("all", True, True)]
 )
@@ -140,6 +144,7 @@ def test_run_cfg_job_hydra_all(what, run_config, stage_configs, tmp_path, capsys
     assert not (tmp_path / "r").exists()  # --cfg runs nothing
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("command", ["align", "train", "evaluate"])
 def test_every_stage_command_reads_cfg_job_hydra_all(command, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
@@ -193,6 +198,7 @@ def test_help_prints_commands_that_work_where_multimsd_is_installed(command, cap
     assert not re.search(r"python (align|train|evaluate)\.py|launch train\.py", out), out
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     "override, hint",
     [
@@ -214,6 +220,7 @@ def test_run_names_the_stage_of_a_stage_key_given_without_it(override, hint, tmp
     assert not (tmp_path / "r").exists()
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     "override, line",
     [
@@ -227,6 +234,7 @@ def test_run_key_errors_that_are_no_stages_key_stay_as_they_were(override, line,
     assert e.value.code == 2 and capsys.readouterr().err == f"error: run config: {line}\n"
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     "sweep, values",
     [

@@ -145,6 +145,7 @@ def test_cli_writes_results_table_and_plot(cli_run, files):
     assert r["systems"]["identity"]["en"]["quality"]["exact_copies"] == 1.0
 
 
+@pytest.mark.integration
 def test_cli_select_by_ranks_references_first(cli_run):
     out, proc = cli_run
     rk = json.loads((out / "results.json").read_text(encoding="utf-8"))["ranking"]
@@ -188,6 +189,7 @@ def test_cli_confidence_intervals(cli_run):
     assert "## Paired bootstrap comparisons" in proc.stdout
 
 
+@pytest.mark.integration
 def test_cli_bad_bootstrap_option_is_one_line_and_writes_nothing(files, repo_root):
     out = files["dir"] / "out_bs"
     proc = cli(
@@ -199,6 +201,7 @@ def test_cli_bad_bootstrap_option_is_one_line_and_writes_nothing(files, repo_roo
     assert not out.exists()
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     ("override", "message"),
     [
@@ -217,6 +220,7 @@ def test_cli_bad_degenerate_or_alpha_option_is_one_line(files, repo_root, overri
     assert not out.exists()
 
 
+@pytest.mark.integration
 def test_cli_row_count_mismatch_is_one_line_and_writes_nothing(files, repo_root):
     out = files["dir"] / "out_bad"
     proc = cli(
@@ -232,6 +236,7 @@ def test_cli_row_count_mismatch_is_one_line_and_writes_nothing(files, repo_root)
     assert not [p for p in files["dir"].iterdir() if p.name.startswith(".out_bad")]
 
 
+@pytest.mark.integration
 def test_cli_typo_fails_at_start_up(files, repo_root):
     out = files["dir"] / "out_typo"
     proc = cli(repo_root, f"refs.path={files['refs']}", "refs.pth=x", f"output.dir={out}")

@@ -96,6 +96,7 @@ def reset_accelerate() -> None:
     GradientState._reset_state()
 
 
+@pytest.mark.integration
 @pytest.mark.usefixtures("fresh_accelerate_state")
 def test_corrupted_checkpoint_is_reported_and_the_previous_one_resumed(tmp_path, monkeypatch, caplog):
     from multimsd.training import loop
@@ -186,6 +187,7 @@ def cache_warnings(caplog) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.levelname == "WARNING" and "embedding cache" in r.msg]
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("damage", ["garbage", "truncated"])
 def test_damaged_embedding_cache_is_moved_aside_and_rebuilt(tiny_encoder, tmp_path, caplog, damage):
     from multimsd.alignment.embed import Embedder
@@ -221,6 +223,7 @@ def test_damaged_embedding_cache_is_moved_aside_and_rebuilt(tiny_encoder, tmp_pa
     assert third.n_encoded == 0 and cache_warnings(caplog) == []
 
 
+@pytest.mark.integration
 def test_cached_vector_of_the_wrong_length_is_encoded_again(tiny_encoder, tmp_path, caplog):
     import sqlite3
 

@@ -76,6 +76,7 @@ def test_prepared_loader_follows_the_epoch_and_skips_exactly(fresh_accelerate_st
     assert [b.tolist() for b in accelerator.skip_first_batches(dl, 3)] == epochs[1][3:]
 
 
+@pytest.mark.integration
 def test_run_resumes_mid_epoch_with_the_same_batches(tmp_path, monkeypatch, fresh_accelerate_state):
     """A run stopped after step 3 (of 4 per epoch) and resumed gives the uninterrupted run's losses."""
     from accelerate.state import AcceleratorState, GradientState

@@ -276,6 +276,7 @@ def test_model_save_and_load(tmp_path, en_rows):
         LstmSeq2Seq.from_pretrained(tmp_path)
 
 
+@pytest.mark.integration
 def test_overfits_20_pairs_with_the_sampled_softmax(en_rows):
     rows = en_rows["train"][:20]
     tok = WordTokenizer.build(rows)
@@ -393,6 +394,7 @@ def step_losses(res):
     return [h["loss"] for h in res["history"] if "step" in h]
 
 
+@pytest.mark.integration
 def test_loop_resume_after_a_crash_gives_the_same_losses(tmp_path, fresh_accelerate_state, monkeypatch):
     from multimsd.training import loop
 
@@ -444,6 +446,7 @@ def test_bad_lstm_input(tmp_path, fresh_accelerate_state, over, message):
     assert not (tmp_path / "run" / "checkpoints").exists()
 
 
+@pytest.mark.integration
 def test_full_softmax_training_and_a_saved_model_as_the_start(tmp_path, fresh_accelerate_state):
     from multimsd.training.loop import run
 

@@ -161,6 +161,7 @@ SOURCES = [c for _, c, _ in ROWS]
 
 
 # ------------------------------------------------------------------------------------------- the registry
+@pytest.mark.integration
 def test_identity_resample_gives_the_score_for_every_metric_with_statistics(toy_plugin):
     """For every registered metric with statistics (the built-ins and the toy): each of its interval keys'
     ``from_totals`` of the summed statistics (the identity resample) is the score it reports."""

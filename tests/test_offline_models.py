@@ -90,6 +90,7 @@ def llama(request, tmp_path_factory, models_cache):
 # --------------------------------------------------------------------------- tiny mBART
 
 
+@pytest.mark.integration
 @needs_xlmr
 def test_mbart_language_codes_are_single_mbart50_ids(mbart):
     _, tok = mbart
@@ -157,6 +158,7 @@ def test_mbart_generate_forces_target_language_code(mbart):
     assert out[:, 1].tolist() == [MBART50_IDS["en_XX"]] * 2
 
 
+@pytest.mark.integration
 @needs_xlmr
 def test_mbart_save_load_round_trip(mbart, tmp_path):
     from transformers import AutoTokenizer, MBartForConditionalGeneration
@@ -179,6 +181,7 @@ def test_mbart_save_load_round_trip(mbart, tmp_path):
     assert torch.equal(a, b)
 
 
+@pytest.mark.integration
 @needs_xlmr
 def test_tiny_mbart_is_deterministic_and_sets_target_language(tmp_path):
     from safetensors.torch import load_file

@@ -54,6 +54,7 @@ def files(tmp_path_factory):
     return {"dir": d, "refs": refs, "preds": preds}
 
 
+@pytest.mark.integration
 def test_validation_scores_equal_evaluate_scores(files):
     rows = [{"lang": g, "complex": c, "simple": s} for g, c, s in ROWS]
     val = score_predictions(rows, PREDS)
@@ -101,6 +102,7 @@ register_metric("toy", mean_length, rankable=True, pooling="weighted-mean")
 '''
 
 
+@pytest.mark.integration
 def test_plugin_metric_reaches_results_and_table(files, python, repo_root, tmp_path):
     plugins = tmp_path / "plugins"
     plugins.mkdir()

@@ -134,6 +134,7 @@ def test_run_places_every_stage_under_output_dir_and_the_old_key_still_works(tmp
 
 
 # ------------------------------------------------------------------------------- both names: one error line
+@pytest.mark.integration
 @pytest.mark.parametrize("where", ["train", "run"])
 def test_both_names_with_different_values_is_one_error_and_writes_nothing(tmp_path, python, repo_root, where):
     a, b = tmp_path / "a", tmp_path / "b"
@@ -190,6 +191,7 @@ def test_alias_and_new_name_give_the_same_stage_fingerprints(tmp_path, fresh_not
     assert capsys.readouterr().err.count("deprecated") == 1  # once a process, however many composes
 
 
+@pytest.mark.integration
 def test_a_train_config_is_the_same_under_either_name(fresh_notes, capsys):
     new = compose("train", ["output.dir=/x/t${loss.theta}", "loss.theta=4"])
     old = compose("train", ["output_dir=/x/t${loss.theta}", "loss.theta=4"])
@@ -212,6 +214,7 @@ def test_a_plain_dict_may_use_the_old_name(fresh_notes, capsys):
     assert capsys.readouterr().err == NOTE["train"] + "\n"
 
 
+@pytest.mark.integration
 def test_misspelt_keys_still_fail_and_the_other_names_point_at_output_dir():
     with pytest.raises(MultimsdError, match=r"output_dri: no such key"):
         compose("train", ["output_dri=/x"])

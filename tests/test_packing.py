@@ -99,6 +99,7 @@ def _cfg(tmp_path, name: str, **data) -> dict:
     }
 
 
+@pytest.mark.integration
 def test_run_with_packing_gives_the_padded_runs_losses(tmp_path):
     from accelerate.state import AcceleratorState, GradientState
 

@@ -118,6 +118,7 @@ def test_reload_gives_identical_probabilities(tmp_path, toy_tsv):
     np.testing.assert_allclose(mat, pairs.reshape(5, 7), atol=1e-6)
 
 
+@pytest.mark.integration
 def test_training_is_deterministic(toy_tsv):
     p = ParaphraseConfig(epochs=2, **TINY)
     rows = read_pairs(toy_tsv)
@@ -210,6 +211,7 @@ def test_pretrained_vectors_are_used_and_frozen(tmp_path, toy_tsv):
     assert not model.net.embedding.weight[model.vocab["t0w2"]].any()  # missing from the file: zero
 
 
+@pytest.mark.integration
 def test_lexical_uses_the_paraphrase_score(trained):
     model_dir, _ = trained
     model = load_paraphrase_model(model_dir)

@@ -52,6 +52,7 @@ def all_rows(out):
     return [r for split in dsd.values() for r in split]
 
 
+@pytest.mark.integration
 def test_raw_text_is_segmented(tmp_path, tiny_encoder):
     path = write_jsonl(tmp_path / "raw.jsonl", RAW)
     stats = run(base_cfg(tmp_path, tiny_encoder, data={"path": str(path), "languages": ["en", "ja"]}))
@@ -73,6 +74,7 @@ def test_raw_text_is_segmented(tmp_path, tiny_encoder):
     }
 
 
+@pytest.mark.integration
 def test_saved_dataset_input(tmp_path, tiny_encoder):
     records = [dict(r, complex=[r["complex"]], simple=[r["simple"]]) for r in RAW]
     ds = datasets.Dataset.from_list(records)
@@ -85,6 +87,7 @@ def test_saved_dataset_input(tmp_path, tiny_encoder):
     assert stats["total_sentence_pairs"] == 2
 
 
+@pytest.mark.integration
 def test_cleanup_drops_boilerplate(tmp_path, tiny_encoder):
     boiler = "See also: related topics in this manual."
     records = [
@@ -112,6 +115,7 @@ def test_cleanup_drops_boilerplate(tmp_path, tiny_encoder):
     assert boiler not in {r["complex"] for r in rows}
 
 
+@pytest.mark.integration
 def test_split_is_shared_across_languages(tmp_path, tiny_encoder):
     records = [
         {
@@ -140,6 +144,7 @@ def test_split_is_shared_across_languages(tmp_path, tiny_encoder):
         assert pairs == {(a, lang) for a in article_ids for lang in ("de", "en", "fr")}, split
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("max_articles", [1, 2])
 def test_max_articles(tmp_path, tiny_encoder, max_articles):
     records = [

@@ -127,6 +127,7 @@ def test_the_base_is_quantized_and_only_the_adapter_trains(tmp_path, quantizatio
     assert net.is_gradient_checkpointing  # on by default with a quantized base
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("optimizer", ["adamw", "paged_adamw_8bit"])
 def test_the_adapter_learns_and_the_quantized_weights_stay(tmp_path, optimizer):
     from multimsd.training.optimizers import build_optimizer
@@ -153,6 +154,7 @@ def test_the_adapter_learns_and_the_quantized_weights_stay(tmp_path, optimizer):
     assert len(changed) == len(adapter)
 
 
+@pytest.mark.integration
 def test_weighted_loss_at_theta_1_is_the_plain_loss_and_chunked_is_the_logits_path(tmp_path):
     from accelerate import Accelerator
 
@@ -211,6 +213,7 @@ def test_decoding_does_not_merge_into_a_quantized_base(tmp_path):
 
 
 # ------------------------------------------------------------------------------------------ saving and reloading
+@pytest.mark.integration
 def test_a_saved_adapter_reloads_onto_a_freshly_quantized_base(tmp_path):
     from multimsd.training.kinds import get_kind
     from multimsd.training.optimizers import build_optimizer
@@ -239,6 +242,7 @@ def test_a_saved_adapter_reloads_onto_a_freshly_quantized_base(tmp_path):
     assert torch.equal(got, want)
 
 
+@pytest.mark.integration
 def test_merging_for_the_hub_goes_into_the_dequantized_base(tmp_path):
     from multimsd.training import hub
     from multimsd.training.kinds import get_kind
@@ -286,6 +290,7 @@ class Killed(KeyboardInterrupt):
     pass
 
 
+@pytest.mark.integration
 def test_a_qlora_run_checkpoints_the_adapter_alone_and_resumes_exactly(tmp_path, monkeypatch):
     from safetensors.torch import load_file
 

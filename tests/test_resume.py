@@ -100,6 +100,7 @@ MID_EPOCH = lambda s: s.step == 3 and s.batches_in_epoch == 3  # noqa: E731  (ep
 EPOCH_BOUNDARY = lambda s: s.step == STEPS_PER_EPOCH and s.epoch == 1  # noqa: E731
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     "model,data",
     [
@@ -128,6 +129,7 @@ def test_resume_mid_epoch_and_at_an_epoch_boundary_is_exact(tmp_path, monkeypatc
         assert got.keys() == want.keys() and all(torch.equal(got[k], want[k]) for k in want), name
 
 
+@pytest.mark.integration
 def test_resume_with_gradient_accumulation_is_exact(tmp_path, monkeypatch):
     """3 micro-batches a step, 5 a epoch: the last step of an epoch is short; killed after step 1."""
     over = {"optim": {"batch_size": 2, "epochs": 2, "lr": 1e-2, "grad_accum": 3}, "checkpoint_every": 1}
@@ -166,6 +168,7 @@ def test_iterating_the_training_data_leaves_the_global_rng_alone(tmp_path):
             assert torch.equal(torch.get_rng_state(), before), data
 
 
+@pytest.mark.integration
 def test_the_interrupt_line_names_the_last_complete_checkpoint(tmp_path, monkeypatch):
     """What an interrupt prints comes from the loop's notes: the step in flight, the last complete checkpoint."""
     from multimsd import interrupts

@@ -295,6 +295,7 @@ def test_console_script_is_installed():
     assert out.returncode == 0 and "multimsd run" in out.stdout and "align.KEY=VALUE" in out.stdout
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     "experiment, systems",
     [

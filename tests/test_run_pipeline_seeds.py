@@ -58,6 +58,7 @@ def seeded_run(tmp_path_factory) -> Path:
 
 
 # ------------------------------------------------------------------------------------------- no seeds
+@pytest.mark.integration
 def test_without_seeds_the_plan_is_as_before(tmp_path):
     """seeds=null (the default) plans the same stages, directories, fingerprints and configs as a run config
     without the key, and records nothing new."""
@@ -110,6 +111,7 @@ def test_bad_seeds_fail_in_one_line_before_any_work(tmp_path):
 
 
 # ------------------------------------------------------------------------------------------- planning
+@pytest.mark.integration
 def test_weighted_loss_preset_with_seeds_plans_one_run_per_theta_and_seed(tmp_path):
     tsv = tmp_path / "pairs.tsv"
     rows = [f"d{i}\tThe complex sentence number {i} is long.\tSentence {i} is short." for i in range(40)]
@@ -175,6 +177,7 @@ def test_theta_is_selected_on_the_mean_over_seeds():
 
 
 # ------------------------------------------------------------------------------------------- intervals
+@pytest.mark.integration
 def test_seed_interval_includes_the_seed_variance(tmp_path):
     """Real SARI / BLEU on constructed predictions: seed 1 writes the references, seed 2 copies the input, seed 3
     predicts as seed 1. The interval over seeds 1 and 2 is at least as wide as either seed's own (sentence)

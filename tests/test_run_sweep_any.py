@@ -87,6 +87,7 @@ def test_plain_values_are_passed_as_written():
     assert override("x", "-2") == "x=-2" and override("x", "True") == "x=True"
 
 
+@pytest.mark.integration
 def test_names_and_overrides_of_each_kind_of_value():
     cases = {
         ("loss.theta", "[1,4]"): {"finetuned_theta1": "loss.theta=1", "finetuned_theta4": "loss.theta=4"},
@@ -115,6 +116,7 @@ def test_names_and_overrides_of_each_kind_of_value():
         assert all(sc["parameter"] == key for n, sc in systems.items() if n in swept)
 
 
+@pytest.mark.integration
 def test_clashing_names_are_one_error_line():
     cases = {
         "[2,2.0]": "sweep.values: 2 and 2.0 both name the system finetuned_theta2; give each value once",
@@ -139,6 +141,7 @@ def test_clashing_names_are_one_error_line():
         expand_systems(cfg)
 
 
+@pytest.mark.integration
 def test_plan_builds_the_evaluation_with_any_value(tmp_path):
     """Issue #31's first two rows: the evaluate config failed to compose (a dot or 1e-4 in a Hydra key); now it
     holds every system under its name, the run's own evaluate overrides after them, and each swept system's
@@ -177,6 +180,7 @@ def test_plan_builds_the_evaluation_with_any_value(tmp_path):
     assert list(ev.config.bootstrap.compare) == ["finetuned_lr3em4:finetuned_lr1em4"]
 
 
+@pytest.mark.integration
 def test_a_system_name_hydra_cannot_read_as_a_key_still_evaluates(tmp_path):
     """The systems reach the evaluation as a map: a name Hydra's lexer rejects as a key (a leading digit and a
     dash) composes too."""

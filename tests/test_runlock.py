@@ -170,6 +170,7 @@ def test_a_file_system_without_locks_runs_unlocked_with_one_warning(tmp_path, mo
     assert "does not support file locks (No locks available)" in caplog.text
 
 
+@pytest.mark.integration
 def test_a_command_stopped_by_bad_input_leaves_no_lock_behind(tmp_path):
     """What made the lock (the file, the directories for it) goes when the command fails before it writes."""
     d = tmp_path / "new" / "out"
@@ -208,6 +209,7 @@ def test_a_second_stage_command_is_one_line_exit_2_and_writes_nothing(tmp_path, 
         assert snapshot(tmp_path) == before
 
 
+@pytest.mark.integration
 def test_align_gold_mode_holds_its_report_dir(tmp_path):
     d = tmp_path / "gold"
     with holder(d) as proc:

@@ -60,6 +60,9 @@ def read_lines(rel_path: str) -> tuple[str, ...]:
 
 SARI_ROWS = _read_tsv("expected_sari.tsv")
 BLEU_ROWS = _read_tsv("expected_bleu.tsv")
+FIRST_SARI_ROW = {}
+for _row in SARI_ROWS:
+    FIRST_SARI_ROW.setdefault(_row["test_set"], _row)
 
 
 def test_pack_is_complete():
@@ -79,13 +82,16 @@ def test_sari_matches_easse(row):
     refs = [list(read_lines(p)) for p in ref_paths]
 
     add, keep, dele = corpus_sari_operation_scores(orig, sys_out, refs, legacy=legacy)
-    sari = corpus_sari(orig, sys_out, refs, legacy=legacy)
-
-    assert sari == pytest.approx(float(row["SARI"]), abs=TOL)
+    assert (add + keep + dele) / 3 == pytest.approx(float(row["SARI"]), abs=TOL)
     assert add == pytest.approx(float(row["add"]), abs=TOL)
     assert keep == pytest.approx(float(row["keep"]), abs=TOL)
     assert dele == pytest.approx(float(row["del"]), abs=TOL)
-    assert sari == pytest.approx((add + keep + dele) / 3, abs=1e-9)
+    if (
+        row is FIRST_SARI_ROW[row["test_set"]]
+    ):  # corpus_sari itself, once per test set (it costs as much again)
+        sari = corpus_sari(orig, sys_out, refs, legacy=legacy)
+        assert sari == pytest.approx(float(row["SARI"]), abs=TOL)
+        assert sari == pytest.approx((add + keep + dele) / 3, abs=1e-9)
 
 
 def _bleu_settings(settings: str) -> dict[str, str]:

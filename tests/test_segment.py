@@ -565,6 +565,7 @@ def test_clean_documents_rejects_bad_fraction(fraction: float) -> None:
 # --------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.integration
 def test_thousands_of_sentences_split_exactly() -> None:
     for lang in ("en", "it", "ja"):
         text, expected = PARAGRAPHS[lang]
@@ -572,6 +573,7 @@ def test_thousands_of_sentences_split_exactly() -> None:
         assert split_sentences("\n\n".join([text] * copies), lang) == expected * copies
 
 
+@pytest.mark.integration
 def test_one_huge_paragraph_is_chunked_without_changing_the_split() -> None:
     # pysbd alone re-scans the whole text for every "usw." it meets (quadratic); the paragraph is handed
     # over in chunks, which must not change where sentences end.

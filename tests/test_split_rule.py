@@ -127,6 +127,7 @@ def count(assignment: dict[str, str]) -> dict[str, int]:
     return {s: sum(1 for v in assignment.values() if v == s) for s in ("train", "validation", "test")}
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("split", [None, OTHER], ids=["defaults", "other_setting"])
 def test_same_documents_and_seed_give_the_same_split_on_every_path(tmp_path, tiny_encoder, split):
     aligned = align_assignment(tmp_path, tiny_encoder, split)
@@ -140,6 +141,7 @@ def test_same_documents_and_seed_give_the_same_split_on_every_path(tmp_path, tin
         assert aligned != split_article_ids(DOCS)
 
 
+@pytest.mark.integration
 def test_one_schema_with_the_same_defaults_everywhere():
     from multimsd.training.loop import to_train_config
 
@@ -152,6 +154,7 @@ def test_one_schema_with_the_same_defaults_everywhere():
     assert asdict(train.data.sample_split) == {**asdict(SplitConfig()), "max_fraction": 0.2}
 
 
+@pytest.mark.integration
 def test_the_sample_split_is_align_pys_rule(tmp_path, tiny_encoder):
     """train.py's default data (the sample's gold pairs) is what align.py split.max_fraction=0.2 makes of the
     sample, and data.sample_split.* moves it."""
@@ -197,6 +200,7 @@ BAD = [
 ]
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("field,value,message", BAD)
 def test_a_bad_setting_is_one_error_naming_its_key_on_every_path(tmp_path, field, value, message):
     from multimsd.alignment.stage import run as align_run
@@ -220,6 +224,7 @@ def test_a_bad_setting_is_one_error_naming_its_key_on_every_path(tmp_path, field
     assert not any((tmp_path / d).exists() for d in ("a", "p", "t"))
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     "args,message",
     [

@@ -62,6 +62,7 @@ def test_target_index_by_hand():
     assert p["target_index_shifted"].tolist() == [0, 1, 3]
 
 
+@pytest.mark.integration
 def test_the_label_count_is_known_on_the_host_and_equals_the_kinds():
     from multimsd.training.forward import label_count
     from multimsd.training.kinds import get_kind
@@ -73,6 +74,7 @@ def test_the_label_count_is_known_on_the_host_and_equals_the_kinds():
 
 
 # --------------------------------------------------------------------------------------- bf16 mixed precision
+@pytest.mark.integration
 @pytest.mark.parametrize("model", ["mbart", "llama"])
 def test_the_chunked_loss_applies_under_bf16_autocast_and_equals_the_logits_path(model, caplog):
     """5f6c4ff compared a float32 projection with the model's bf16 logits at a float32 tolerance: under mixed
@@ -98,6 +100,7 @@ def test_the_chunked_loss_applies_under_bf16_autocast_and_equals_the_logits_path
 
 
 # --------------------------------------------------------------------------------------- one cross-entropy pass
+@pytest.mark.integration
 @pytest.mark.parametrize("model", ["mbart", "llama"])
 @pytest.mark.parametrize("chunked", [True, False])
 def test_a_micro_batch_makes_one_cross_entropy_pass(model, chunked, monkeypatch):
@@ -128,6 +131,7 @@ def test_a_micro_batch_makes_one_cross_entropy_pass(model, chunked, monkeypatch)
 
 
 # ------------------------------------------------------------------------------ the reference's gradients
+@pytest.mark.integration
 @pytest.mark.parametrize(("model", "lora"), [("llama", True), ("mbart", False)])
 @pytest.mark.parametrize("chunked", [True, False])
 def test_gradients_equal_the_models_own_loss(model, lora, chunked):
@@ -157,6 +161,7 @@ def test_gradients_equal_the_models_own_loss(model, lora, chunked):
 
 
 # ------------------------------------------------------------------------------------- 32 × 1 and 8 × 4
+@pytest.mark.integration
 def test_one_micro_batch_of_32_and_four_of_8_make_the_same_step(tmp_path):
     """The loss is normalised by the label count of the whole optimizer step, so the micro-batch can be sized to
     the GPU's memory while the recipe's 32 examples a step stay: after one SGD step the weights agree. (On
@@ -259,6 +264,7 @@ def test_the_loss_picks_its_rows_without_a_host_sync(shift, theta):
     assert float(a) == pytest.approx(float(b), rel=1e-6)
 
 
+@pytest.mark.integration
 def test_every_window_is_one_optimizer_step(tmp_path):
     """16 examples, 2 × 2, two epochs: 8 windows, 8 optimizer steps. (5f6c4ff's accumulate() took its sync
     decisions from its own micro-batch counter and the loader's end flag, which a fetched-ahead window reaches

@@ -72,6 +72,7 @@ def post(client: TestClient, **body) -> dict:
     return r.json()
 
 
+@pytest.mark.integration
 def test_the_view_lists_articles_sentences_and_the_runs_alignments(run_dir, tmp_path):
     _, corpus, _, client = studio(run_dir, tmp_path)
     info = client.get("/api/info").json()
@@ -105,6 +106,7 @@ def test_candidates_come_from_the_cached_embeddings_and_encode_nothing(run_dir, 
     corpus.close()
 
 
+@pytest.mark.integration
 def test_without_cached_embeddings_the_projects_embedder_encodes(run_dir, tmp_path, monkeypatch):
     calls: list[int] = []
     real = Embedder._encode_batch

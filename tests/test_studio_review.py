@@ -84,6 +84,7 @@ def rate(client, **body) -> dict:
     return r.json()
 
 
+@pytest.mark.integration
 def test_an_item_shows_input_reference_and_every_output_with_spans(run_dir, tmp_path):  # noqa: F811
     _, review, client = review_studio(run_dir, tmp_path)
     info = client.get("/api/info").json()["review"]
@@ -246,6 +247,7 @@ def test_a_run_without_predictions_has_no_outputs_view(run_dir, tmp_path):  # no
     s.corpus.close()
 
 
+@pytest.mark.integration
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(run_dir, tmp_path, capsys):  # noqa: F811
     def case(name: str, edit) -> Path:
         root = tmp_path / name

@@ -90,6 +90,7 @@ def test_fractional_ranks_share_ties_and_the_mean_rank_orders_by_agreement():
 #   levenshtein_char (1 - lev / longer): 1-4/13, 1-6/19, 1-13/13, 1-8/13, 1-10/13
 #     ranks:                  1, 2, 5, 3, 4
 #   mean rank:                1.5, 1.5, 5, 3.25, 3.75 -> order 0, 1 (tie: lower index), 3, 4, 2
+@pytest.mark.integration
 def test_candidates_per_scorer_and_combined_by_mean_rank_on_a_tiny_article(run_dir, tmp_path, monkeypatch):
     monkeypatch.setattr(Embedder, "_encode_batch", no_model)
     _, corpus, client = studio(run_dir, tmp_path)
@@ -199,6 +200,7 @@ def test_theta_defaults_to_the_aligners_config_default_also_for_the_runs_method(
     corpus.close()
 
 
+@pytest.mark.integration
 def test_nm_embeds_its_blocks_through_the_runs_cache_and_says_so(run_dir, tmp_path):
     # nm's blocks of 2+ sentences were never embedded by the symmetric run: encoded once (counted in
     # sentences_encoded), then from the cache, so a second studio on the same cache encodes nothing.
@@ -241,6 +243,7 @@ def test_bad_aligner_options_are_one_line_exit_2_and_write_nothing(run_dir, tmp_
 
 
 # ----------------------------------------------------------------------------------------- 300 x 300
+@pytest.mark.integration
 def test_a_300_by_300_article_is_served_with_nothing_encoded(
     tmp_path_factory, tiny_encoder, tmp_path, monkeypatch
 ):

@@ -90,6 +90,7 @@ def real_gold_mode(command: str, report_dir: Path, monkeypatch, capsys) -> tuple
     return json.loads((report_dir / "gold_results.json").read_text(encoding="utf-8")), printed
 
 
+@pytest.mark.integration
 def test_no_gold_yet_is_an_empty_state_not_an_error(run_dir, tmp_path):  # noqa: F811
     _, corpus, _, client = studio(run_dir, tmp_path)
     r = client.get("/api/theta")
@@ -104,6 +105,7 @@ def test_no_gold_yet_is_an_empty_state_not_an_error(run_dir, tmp_path):  # noqa:
     corpus.close()
 
 
+@pytest.mark.integration
 def test_theta_view_equals_the_real_align_gold_mode(theta_run, tmp_path, monkeypatch, capsys):
     def no_model(self, texts, prefix):
         raise AssertionError(f"encoded {len(texts)} sentences on a cached run")
@@ -149,6 +151,7 @@ def test_theta_view_equals_the_real_align_gold_mode(theta_run, tmp_path, monkeyp
     corpus.close()
 
 
+@pytest.mark.integration
 def test_the_override_re_aligns_the_run_with_the_picked_theta(theta_run, tmp_path):
     from multimsd.commands.compose import compose
 

@@ -19,6 +19,7 @@ def labels(tmp_path: Path, *overrides: str, train: list[str] = ()) -> dict[str, 
     return {name: sc["label"] for name, sc in info.items()}
 
 
+@pytest.mark.integration
 def test_the_default_run_names_smollm2(tmp_path):
     assert labels(tmp_path) == {
         "copy": "copy baseline",
@@ -28,6 +29,7 @@ def test_the_default_run_names_smollm2(tmp_path):
     }
 
 
+@pytest.mark.integration
 def test_a_tiny_run_is_not_called_smollm2(tmp_path):
     got = labels(tmp_path, "debug=tiny")
     assert got["zero_shot"] == "tiny random Llama 0-shot"
@@ -35,6 +37,7 @@ def test_a_tiny_run_is_not_called_smollm2(tmp_path):
     assert not any("SmolLM2" in v for v in got.values())
 
 
+@pytest.mark.integration
 def test_another_model_and_a_users_label(tmp_path):
     got = labels(
         tmp_path,

@@ -67,6 +67,7 @@ def test_epoch_generation_is_capped_and_final_predictions_are_whole(tmp_path):
     assert res["validation"]["per_language"]["en"]["n"] == 3 and res["test"]["per_language"]["en"]["n"] == 3
 
 
+@pytest.mark.integration
 def test_weights_change_and_lora_only(tmp_path):
     from multimsd.training.kinds.transformer import TransformerModelSettings as ModelSettings
     from multimsd.training.modeling import load_model_and_tokenizer
@@ -170,6 +171,7 @@ def test_push_failure_does_not_leak_token(tmp_path, monkeypatch, capsys):
     assert token not in captured.out + captured.err
 
 
+@pytest.mark.integration
 def test_tokenize_dataset_is_cached_and_equals_tokenize_rows(tmp_path):
     """Dataset.map tokenisation: same answer as the per-row encoder, one cache file per distinct input."""
     from multimsd.training.data import load_pairs, select, tokenize_dataset, tokenize_rows
@@ -193,6 +195,29 @@ def test_tokenize_dataset_is_cached_and_equals_tokenize_rows(tmp_path):
     assert len(short) < len(first)
     assert len(list(cache.glob("tokenized-*.arrow"))) == 2
     assert len(tokenize_dataset(tok, [], "causal", 512, cache)) == 0
+
+
+@pytest.mark.integration
+def test_tokenizer_fingerprint_is_the_state_not_the_call_settings():
+    """The tokenised-data cache key: another src_lang is another key, a call's truncation is not, and loading
+    the same files again gives the same key (in a process of its own too: tests/test_train_cli.py)."""
+    from transformers import AutoTokenizer
+
+    from multimsd.training.data import tokenizer_fingerprint
+    from multimsd.training.models.offline import resolve_model_path
+
+    tok = AutoTokenizer.from_pretrained(resolve_model_path("tiny:mbart"))
+    first = tokenizer_fingerprint(tok)
+    tok("Ein Satz.", truncation=True, max_length=4)  # sets the backend's truncation for this call
+    assert tok.backend_tokenizer.truncation is not None
+    assert tokenizer_fingerprint(tok) == first
+    assert tok.backend_tokenizer.truncation is not None  # put back as it was
+    tok.src_lang = "de_DE"
+    assert tokenizer_fingerprint(tok) != first
+    tok.src_lang = "en_XX"
+    assert tokenizer_fingerprint(tok) == first
+    tok._vocab_scores[5] = ("changed", 0.0)  # the vocabulary list counts, not only its length
+    assert tokenizer_fingerprint(tok) != first
 
 
 def test_training_data_from_a_hub_id(monkeypatch):
@@ -220,6 +245,7 @@ def test_training_data_from_a_hub_id(monkeypatch):
         load_pairs("someone/pairs.jsonl")  # a file name, not a Hub id
 
 
+@pytest.mark.integration
 def test_logits_only_from_the_first_label_give_the_same_loss(tmp_path):
     """The loop computes a causal LM's logits only from the batch's earliest label on (logits_to_keep)."""
     from multimsd.training.data import Collator, load_pairs, select, tokenize_rows

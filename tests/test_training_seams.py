@@ -51,6 +51,7 @@ def adapter(s) -> dict:
     return {n: p.detach().clone() for n, p in s.model.named_parameters() if p.requires_grad}
 
 
+@pytest.mark.integration
 def test_one_step_of_4_equals_one_step_of_2_micro_batches_of_2(tmp_path):
     """Gradient accumulation gives one big batch's step: the loss is normalised by the step's label count."""
     from multimsd.training.loop import train_step
@@ -69,6 +70,7 @@ def test_one_step_of_4_equals_one_step_of_2_micro_batches_of_2(tmp_path):
     assert split.state.batches_in_epoch == 2 and whole.state.batches_in_epoch == 1
 
 
+@pytest.mark.integration
 def test_a_step_changes_only_the_adapter_and_counts_its_work(tmp_path):
     from multimsd.training.loop import train_step
 
@@ -82,6 +84,7 @@ def test_a_step_changes_only_the_adapter_and_counts_its_work(tmp_path):
     assert s.state.step == 1 and s.state.train_tokens == record["tokens"] and record["seconds"] > 0
 
 
+@pytest.mark.integration
 def test_end_epoch_keeps_the_best_and_stops_when_it_no_longer_improves(tmp_path):
     from multimsd.training.loop import end_epoch
 
@@ -96,6 +99,7 @@ def test_end_epoch_keeps_the_best_and_stops_when_it_no_longer_improves(tmp_path)
     assert s.state.epoch == 2 and s.state.batches_in_epoch == 0
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("shuffle", [False, True])
 def test_data_order_and_the_first_steps_loss(tmp_path, shuffle):
     """data.shuffle=false (the Trainer benchmark's order) feeds select()'s order, and the first step's loss is the

@@ -264,6 +264,7 @@ def test_bad_corpus_fails_in_one_line_and_writes_nothing(tmp_path):
     assert not run_dir.exists()
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     "name, text, message",
     [("h.tsv", HEADER + "\n", "no rows after the header"), ("e.jsonl", "", "empty file")],
@@ -277,6 +278,7 @@ def test_empty_corpus_fails_before_any_work(tmp_path, name, text, message):
     assert not run_dir.exists()
 
 
+@pytest.mark.integration
 def test_preset_composes_every_stage(tmp_path):
     tsv = write_corpus(tmp_path / "c.tsv")
     keep = ("experiment", "dir", "pairs.", "train.data")

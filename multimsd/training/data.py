@@ -5,12 +5,15 @@ Rows everywhere are dicts with ``complex``, ``simple``, ``lang`` (and ``article_
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import pickle
 import random
 import shutil
 import sys
 import tempfile
+import uuid
 from pathlib import Path
 
 import torch
@@ -160,6 +163,39 @@ def tokenize_rows(tokenizer, rows: list[dict], kind: str, max_length: int) -> li
 TOKENIZED_COLUMNS = ("input_ids", "labels", "novel", "lang")
 
 
+def tokenizer_fingerprint(tokenizer) -> str:
+    """A hash of the tokenizer's whole state that is the same in every process that loads the same files.
+
+    ``datasets``' own ``Hasher.hash(tokenizer)`` gives the same guarantee but pickles in pure Python, which takes
+    ~3 s for mBART-50's 250k-piece vocabulary (held twice: in the Rust backend and as a Python list of scores),
+    and ``Dataset.map`` would hash it again with every call. Here the large vocabulary lists (plain strings
+    and numbers, so C pickle is exact and deterministic) and the backend's JSON are digested directly; the rest
+    of the Python state still goes through ``Hasher``, which orders sets and other unordered state for us.
+    Backend truncation / padding are left out: transformers sets them per call, they are not the tokenizer's
+    identity (the same rule as ``datasets``)."""
+    from datasets.fingerprint import Hasher
+
+    skip = {"_tokenizer", "cache", "deprecation_warnings"}
+    state = {k: v for k, v in vars(tokenizer).items() if k not in skip}
+    for k, v in state.items():
+        if isinstance(v, list) and len(v) > 1000:  # a vocabulary
+            state[k] = hashlib.sha256(pickle.dumps(v, protocol=5)).hexdigest()
+    backend = vars(tokenizer).get("_tokenizer")
+    spec = None
+    if backend is not None:
+        truncation, padding = backend.truncation, backend.padding
+        backend.no_truncation()
+        backend.no_padding()
+        try:
+            spec = hashlib.sha256(backend.to_str().encode()).hexdigest()
+        finally:
+            if truncation is not None:
+                backend.enable_truncation(**truncation)
+            if padding is not None:
+                backend.enable_padding(**padding)
+    return Hasher.hash([type(tokenizer).__module__, type(tokenizer).__qualname__, state, spec])
+
+
 def tokenize_dataset(tokenizer, rows: list[dict], kind: str, max_length: int, cache_dir: Path | None = None):
     """:func:`tokenize_rows` as a ``Dataset.map``, cached on disk when ``cache_dir`` is given.
 
@@ -184,11 +220,20 @@ def tokenize_dataset(tokenizer, rows: list[dict], kind: str, max_length: int, ca
         )
         return {k: [e[k] for e in encoded] for k in TOKENIZED_COLUMNS}
 
-    def tokenize(**cache) -> datasets.Dataset:
-        return ds.map(encode, batched=True, remove_columns=list(columns), desc="tokenising", **cache)
+    def tokenize(fingerprint: str, **cache) -> datasets.Dataset:
+        # A fingerprint of our own (the cache key below, or a fresh one): without one datasets hashes `encode`,
+        # the tokenizer inside it, on every call.
+        return ds.map(
+            encode,
+            batched=True,
+            remove_columns=list(columns),
+            desc="tokenising",
+            new_fingerprint=fingerprint,
+            **cache,
+        )
 
     if cache_dir is None:
-        return tokenize()
+        return tokenize(uuid.uuid4().hex)
     from multimsd.training import prompts
 
     # The kind's encoder lives in its class and the classes it derives from (a plugin's too).
@@ -198,8 +243,9 @@ def tokenize_dataset(tokenizer, rows: list[dict], kind: str, max_length: int, ca
         *(sys.modules[c.__module__] for c in type(get_kind(kind)).__mro__[:-1]),
     }
     code = [Path(m.__file__).read_bytes() for m in sorted(modules, key=lambda m: m.__name__)]
-    key = Hasher.hash([ds._fingerprint, Hasher.hash(tokenizer), kind, max_length, code])
+    key = Hasher.hash([ds._fingerprint, tokenizer_fingerprint(tokenizer), kind, max_length, code])
     target = cache_dir / f"tokenized-{key}.arrow"
+
     if not target.is_file():
         # Written in a temporary directory of our own, then renamed into place: datasets' own temporary file
         # stays behind when its clean-up fails too (a full disk), and other runs share this cache directory.
@@ -210,11 +256,11 @@ def tokenize_dataset(tokenizer, rows: list[dict], kind: str, max_length: int, ca
             tmp = Path(tempfile.mkdtemp(prefix=temporary_prefix(target.name), dir=cache_dir))
         try:
             with writing(target, tmp):
-                tokenize(cache_file_name=str(tmp / target.name))
+                tokenize(key, cache_file_name=str(tmp / target.name))
                 os.replace(tmp / target.name, target)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-    return tokenize(cache_file_name=str(target), load_from_cache_file=True)  # read back from the file
+    return tokenize(key, cache_file_name=str(target), load_from_cache_file=True)  # read back from the file
 
 
 def target_index(labels: list[list[int]], shift: bool, ignore_index: int = -100) -> torch.Tensor:
