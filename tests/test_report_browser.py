@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import itertools
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from helpers.chromium import chromium
 from PIL import Image, ImageStat
 from test_report import OVERLAPPING, SEPARABLE, make_run
 
@@ -23,15 +23,6 @@ from multimsd.report import build_report
 pytestmark = pytest.mark.e2e
 
 TIMEOUT = 60
-
-
-def chromium() -> str:
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    if exe is None:
-        if os.environ.get("MULTIMSD_REQUIRE_CHROMIUM") == "1":
-            pytest.fail("chromium is not installed (make system-deps) and MULTIMSD_REQUIRE_CHROMIUM=1")
-        pytest.skip("chromium is not installed (make system-deps)")
-    return exe
 
 
 def run_chromium(exe: str, profile: Path, *args: str) -> subprocess.CompletedProcess:

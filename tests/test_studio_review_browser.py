@@ -21,7 +21,7 @@ from test_studio_review import NAMES, OUTPUTS, REFS, add_systems
 pytestmark = pytest.mark.e2e
 
 if TYPE_CHECKING:
-    from conftest import Chromium
+    from helpers.chromium import Chromium
 
 
 def on(browser: Chromium, slot: str, crit: str) -> int | None:

@@ -18,7 +18,7 @@ from multimsd.alignment.embed import Embedder
 pytestmark = pytest.mark.e2e
 
 if TYPE_CHECKING:
-    from conftest import Chromium
+    from helpers.chromium import Chromium
 
 
 def keys_and_wait(browser: Chromium, key: str, expect: str) -> None:
