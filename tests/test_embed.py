@@ -86,3 +86,32 @@ def test_missing_local_model_is_one_clear_error(tmp_path):
     cfg = EmbedderConfig(model=str(tmp_path / "nowhere"), cache_embeddings=False)
     with pytest.raises(MultimsdError, match="cannot load embedder model"):
         Embedder(cfg).encode(["a"])
+
+
+def test_a_loaded_model_is_kept_for_the_process(tmp_path, monkeypatch):
+    """load_model loads a configuration once per process (the stages of one run, the studio's re-alignments),
+    loads again when the local directory's files change, and keeps only the KEEP_LOADED most recent."""
+    from collections import OrderedDict
+
+    import multimsd.alignment.embed as embed
+
+    loads = []
+    monkeypatch.setattr(embed, "_LOADED", OrderedDict())
+    monkeypatch.setattr(embed, "_load_model", lambda cfg: loads.append(cfg.model) or object())
+    model_dir = tmp_path / "enc"
+    model_dir.mkdir()
+    (model_dir / "config.json").write_text("{}")
+    cfg = EmbedderConfig(name="tiny", model=str(model_dir), backend="transformers", pooling="cls")
+
+    first = embed.load_model(cfg)
+    assert embed.load_model(cfg) is first and loads == [str(model_dir)]
+    (model_dir / "config.json").write_text('{"changed": true}')  # another size: rewritten in place
+    assert embed.load_model(cfg) is not first and len(loads) == 2
+    mean = embed.load_model(
+        EmbedderConfig(name="t", model=str(model_dir), backend="transformers", pooling="mean")
+    )
+    assert len(loads) == 3 and embed.load_model(cfg) is not mean  # pooling is part of the key
+    embed.load_model(EmbedderConfig(name="t", model="other/id", backend="transformers", pooling="cls"))
+    assert len(embed._LOADED) == embed.KEEP_LOADED == 2  # the least recently used (mean) let go
+    embed.load_model(EmbedderConfig(name="t", model=str(model_dir), backend="transformers", pooling="mean"))
+    assert len(loads) == 5

@@ -125,7 +125,7 @@ def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a * b).sum(axis=1)
 
 
-@pytest.mark.integration
+@pytest.mark.e2e
 def test_layout(built_dir: Path, st_model) -> None:
     assert built_dir.name == ne.DEFAULT_NAME
     assert (built_dir / ne.MARKER).is_file()
@@ -150,7 +150,7 @@ def test_layout(built_dir: Path, st_model) -> None:
     assert np.allclose(np.linalg.norm(emb, axis=1), 1.0, atol=1e-5)
 
 
-@pytest.mark.integration
+@pytest.mark.e2e
 @pytest.mark.parametrize("kind", ["passage", "query"])
 def test_parity_with_engine(st_model, engine, kind: str) -> None:
     texts = [s for _, s in ALL]
@@ -161,7 +161,7 @@ def test_parity_with_engine(st_model, engine, kind: str) -> None:
     assert min(worst.values()) >= 0.999, worst
 
 
-@pytest.mark.integration
+@pytest.mark.e2e
 def test_encode_query_document_use_e5_prefixes(st_model, engine) -> None:
     """sentence-transformers' encode_query/encode_document (where present) must get the E5 prefixes too."""
     if not hasattr(st_model, "encode_document"):
@@ -171,6 +171,7 @@ def test_encode_query_document_use_e5_prefixes(st_model, engine) -> None:
     assert _cosines(st_model.encode_query(texts), engine.query(texts)).min() >= 0.999
 
 
+@pytest.mark.e2e
 def test_token_counts_match_engine(st_model, engine) -> None:
     tok = st_model.tokenizer
     for kind, is_query in (("passage", False), ("query", True)):
@@ -179,6 +180,7 @@ def test_token_counts_match_engine(st_model, engine) -> None:
             assert ours == engine.token_count(s, is_query), (kind, s)
 
 
+@pytest.mark.e2e
 def test_second_build_is_cached(built_dir: Path) -> None:
     weights = built_dir / "model.safetensors"
     before = weights.stat().st_mtime_ns

