@@ -23,6 +23,7 @@ SHARED = ROOT.parent / "shared"
 # (docs/development.md), whatever its own body costs, so `make check`'s unit tier never waits for them.
 INTEGRATION_FIXTURES = {
     "tiny_encoder",  # a random XLM-R with the 250k-piece tokenizer (and run_dir, the studio's aligned run)
+    "small_bert",  # tests/test_embed.py: a random BERT, compared with sentence-transformers (imports it)
     "english_model",  # tests/test_classifier.py: a trained alignment classifier
     "cli_run",  # tests/test_evaluate_cli.py: evaluate.py in its own process
     "mbart",  # tests/test_offline_models.py: the tiny mBART and its tokenizer

