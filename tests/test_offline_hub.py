@@ -36,6 +36,36 @@ def closed_port() -> int:
 
 
 # ------------------------------------------------------------------------------------------------ unit level
+def test_a_data_path_that_is_no_file_and_no_reachable_dataset_is_one_line_at_once(tmp_path, monkeypatch):
+    """`multimsd align data.path=no_such_dir` (issue #40): neither a local file or directory nor a dataset the
+    Hub can be asked for: one line saying both, in seconds (it took 23 lines of retries and 27 s)."""
+    import huggingface_hub.constants
+
+    from multimsd.errors import MultimsdError
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{closed_port()}")  # the network is off
+    t0 = time.perf_counter()
+    with pytest.raises(MultimsdError) as e:
+        mio.load_article_pairs("no_such_dir")
+    assert time.perf_counter() - t0 < 5
+    assert str(e.value) == (
+        "cannot load dataset 'no_such_dir': no such file or directory here, not in the Hugging Face cache, and "
+        "the Hugging Face Hub (127.0.0.1) is unreachable"
+    )
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(MultimsdError, match="no such file or directory here.*HF_HUB_OFFLINE=1 is set"):
+        mio.load_article_pairs("owner/dataset")
+    # the same name as a local directory is read from there (a dataset saved with save_to_disk)
+    import datasets
+
+    row = {"article_id": "a1", "lang": "es", "complex": "La gripe es una infección.", "simple": "La gripe."}
+    datasets.Dataset.from_list([row]).save_to_disk(str(tmp_path / "no_such_dir"))
+    [pair] = mio.load_article_pairs("no_such_dir")
+    assert (pair.article_id, pair.lang) == ("a1", "es")
+
+
 def test_offline_is_answered_without_a_probe(monkeypatch):
     def no_network(*a, **k):
         raise AssertionError("probed the network under HF_HUB_OFFLINE=1")

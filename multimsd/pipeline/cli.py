@@ -65,7 +65,7 @@ Examples:
   multimsd run
   multimsd run output.dir=outputs/theta sweep.parameter=loss.theta sweep.values=[1,4]
   multimsd run experiment=llama31_multi_weighted align.data.path=pairs.jsonl
-  multimsd run experiment=weighted_loss pairs.path=corpus.tsv pairs.lang=es train.data.languages=[es]
+  multimsd run experiment=weighted_loss pairs.path=corpus.tsv pairs.lang=es
   multimsd run train.model=tiny_llama train.debug=train_tiny align.debug=tiny
 
 Options (read as multimsd align|train|evaluate read theirs):

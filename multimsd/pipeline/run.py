@@ -47,6 +47,7 @@ from multimsd.errors import MultimsdError
 from multimsd.outdir import alias_of, use_output_dir
 from multimsd.pipeline.config import SYSTEM_KINDS, RunConfig
 from multimsd.pipeline.labels import system_label
+from multimsd.pipeline.languages import aligned_languages, follow_aligned
 from multimsd.pipeline.records import StageRecords, fingerprint, read_json, write_json_atomic
 from multimsd.pipeline.seeds import (
     check_seeds,
@@ -134,6 +135,7 @@ def plan(cfg: RunConfig | DictConfig, run_dir: Path) -> list[Stage]:
         check_split_config(align_cfg.split, "align.split")  # before any work, named as the run knows it
         align_fp = fingerprint([__version__, OmegaConf.to_container(align_cfg, resolve=True)])
         stages.append(Stage("align", align_cfg, align_fp, run_dir / "align", "align"))
+    aligned = aligned_languages(cfg, stages[0].config)
     if cfg.gold and cfg.pairs.path:
         logger.info("gold: skipped (the run reads aligned pairs from pairs.path; no aligner to score)")
     elif cfg.gold:
@@ -159,6 +161,8 @@ def plan(cfg: RunConfig | DictConfig, run_dir: Path) -> list[Stage]:
         if sys_cfg["kind"] == "icl":
             overrides.append("mode=icl")
         train_cfg = compose("train", overrides, search=_user_dirs(cfg))
+        if follow := follow_aligned(name, train_cfg, [*cfg.train, *sys_cfg["train"]], aligned):
+            train_cfg = compose("train", [*overrides, follow], search=_user_dirs(cfg))
         for key in ("split", "sample_split"):
             check_split_config(train_cfg.data[key], f"train.data.{key}")
         resolved = OmegaConf.to_container(train_cfg, resolve=True)
