@@ -494,7 +494,8 @@ def write_validation_scores(run_dir: Path, scores: dict[str, float]) -> None:
 
 
 def test_a_tied_selection_says_tie_and_the_rule_in_the_report_and_on_the_console(tmp_path):
-    from multimsd.pipeline.run import select_swept, summary_lines
+    from multimsd.pipeline.cli import summary_lines
+    from multimsd.pipeline.run import select_swept
 
     # lr 3e-4 listed first in sweep.values, 1e-4 second: the same validation mean(SARI, BLEU)
     swept = ["finetuned_lr3em4", "finetuned_lr1em4", "finetuned_lr1em3"]
@@ -534,7 +535,8 @@ def test_a_tied_selection_says_tie_and_the_rule_in_the_report_and_on_the_console
 
 
 def test_no_tie_is_said_when_the_best_validation_score_is_one_systems(tmp_path):
-    from multimsd.pipeline.run import select_swept, summary_lines
+    from multimsd.pipeline.cli import summary_lines
+    from multimsd.pipeline.run import select_swept
 
     swept = ["finetuned_theta1", "finetuned_theta4"]
     write_validation_scores(tmp_path, {"finetuned_theta1": 20.0, "finetuned_theta4": 20.000001})
@@ -552,7 +554,7 @@ def test_no_tie_is_said_when_the_best_validation_score_is_one_systems(tmp_path):
 
 
 def test_a_tie_on_the_mean_over_seeds_says_so_too():
-    from multimsd.pipeline.run import summary_lines
+    from multimsd.pipeline.cli import summary_lines
     from multimsd.pipeline.seeds import select_on_seed_mean
     from multimsd.report.seeds import seeds_section
 

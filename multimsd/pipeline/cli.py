@@ -231,7 +231,7 @@ def _main(argv: list[str]) -> None:
     overrides = list(args.overrides)
 
     def go(_cfg) -> dict | None:
-        from multimsd.pipeline.run import run, summary_lines
+        from multimsd.pipeline.run import run
 
         cfg = run_config(overrides, args.config_dir)
         if args.cfg:
@@ -250,3 +250,28 @@ def _main(argv: list[str]) -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def summary_lines(results: dict) -> list[str]:
+    from multimsd.pipeline.seeds import summary_lines as seed_summary_lines
+    from multimsd.pipeline.sweep import selection_lines
+
+    """What the command prints at the end: per system and language SARI [CI] / BLEU, and where things are."""
+    lines = []
+    for system, per_lang in results.get("systems", {}).items():
+        for lang, s in per_lang.items():
+            ci = (s.get("ci") or {}).get("sari")
+            ci_txt = f" [{ci[0]:.1f}, {ci[1]:.1f}]" if ci else ""
+            lines.append(
+                f"  {system:28s} {lang:>3s}  SARI {s.get('sari', float('nan')):6.2f}{ci_txt}  "
+                f"BLEU {s.get('bleu', float('nan')):6.2f}  n={s.get('n_sentences')}"
+            )
+    if results.get("seeds"):
+        lines += seed_summary_lines(results["seeds"])
+    lines += selection_lines(results.get("sweep") or {})
+    report: dict = results.get("report") or {}
+    lines.append(f"run directory: {results['dir']}")
+    lines.append(f"results: {Path(results['dir']) / 'results.json'}")
+    if report.get("html"):
+        lines.append(f"report: {report['html']}")
+    return lines

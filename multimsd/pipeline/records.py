@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +98,26 @@ class StageRecords:
         files = manifest(outputs, skip) if outputs.is_dir() else {}
         write_json_atomic(self._path(stage), {"fingerprint": fp, "seconds": seconds, "files": files})
         self._path(stage, ".started").unlink(missing_ok=True)
+
+    def finished(self) -> list[str]:
+        """The stages recorded as finished, by name (``train/NAME`` for a system)."""
+        if not self.dir.is_dir():
+            return []
+        names = (p.name[: -len(".json")] for p in self.dir.glob("*.json"))
+        return sorted(n.replace("__", "/") for n in names if not n.endswith(".started"))
+
+    def after_a_failure(self, interrupted: bool) -> None:
+        """A run directory the failed command created: removed when no stage finished (bad input found by a
+        stage leaves nothing behind, as the stage's own command does); kept, and said so, when some did (the
+        same command continues from them). An interrupt's own line already says what is kept."""
+        run_dir = self.dir.parent
+        finished = self.finished()
+        if not finished:
+            shutil.rmtree(run_dir, ignore_errors=True)
+        elif not interrupted:
+            logger.warning(
+                "kept %s: the finished stage(s) %s; the same command skips them", run_dir, ", ".join(finished)
+            )
 
     def seconds(self, stage: str) -> float | None:
         rec = read_json(self._path(stage))

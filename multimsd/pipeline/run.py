@@ -33,7 +33,6 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -57,8 +56,7 @@ from multimsd.pipeline.seeds import (
     seed_summary,
     sweep_on_seed_mean,
 )
-from multimsd.pipeline.seeds import summary_lines as seed_summary_lines
-from multimsd.pipeline.sweep import expand_sweep, quote, recorded_value, selection_lines, validation_flags
+from multimsd.pipeline.sweep import expand_sweep, quote, recorded_value, validation_flags
 from multimsd.split import check_split_config
 
 logger = logging.getLogger("multimsd.pipeline")
@@ -446,8 +444,15 @@ def run(cfg: RunConfig | DictConfig | dict, argv: list[str] | None = None) -> di
     """The whole pipeline; returns results.json's content (plus where the report is)."""
     cfg = use_output_dir(cfg if isinstance(cfg, DictConfig) else OmegaConf.structured(cfg), "run")
     # One writer per run directory (multimsd.runlock): a second run into it stops here, having written nothing.
-    with runlock.hold(Path(cfg.output.dir).resolve(), "multimsd run"):
-        return _run(cfg, argv)
+    run_dir = Path(cfg.output.dir).resolve()
+    with runlock.hold(run_dir, "multimsd run"):
+        new = not run_dir.exists()
+        try:
+            return _run(cfg, argv)
+        except BaseException as e:  # a directory this command made: removed if no stage finished
+            if new:
+                StageRecords(run_dir).after_a_failure(interrupted=not isinstance(e, Exception))
+            raise
 
 
 def _run(cfg: DictConfig, argv: list[str] | None) -> dict:
@@ -474,25 +479,3 @@ def _run(cfg: DictConfig, argv: list[str] | None) -> dict:
     results["seconds"] = time.perf_counter() - t0
     results["dir"] = str(run_dir)
     return results
-
-
-def summary_lines(results: dict) -> list[str]:
-    """What the command prints at the end: per system and language SARI [CI] / BLEU, and where things are."""
-    lines = []
-    for system, per_lang in results.get("systems", {}).items():
-        for lang, s in per_lang.items():
-            ci = (s.get("ci") or {}).get("sari")
-            ci_txt = f" [{ci[0]:.1f}, {ci[1]:.1f}]" if ci else ""
-            lines.append(
-                f"  {system:28s} {lang:>3s}  SARI {s.get('sari', float('nan')):6.2f}{ci_txt}  "
-                f"BLEU {s.get('bleu', float('nan')):6.2f}  n={s.get('n_sentences')}"
-            )
-    if results.get("seeds"):
-        lines += seed_summary_lines(results["seeds"])
-    lines += selection_lines(results.get("sweep") or {})
-    report: Any = results.get("report") or {}
-    lines.append(f"run directory: {results['dir']}")
-    lines.append(f"results: {Path(results['dir']) / 'results.json'}")
-    if report.get("html"):
-        lines.append(f"report: {report['html']}")
-    return lines
