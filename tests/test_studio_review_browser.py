@@ -42,9 +42,9 @@ def test_rate_two_items_blind_kill_the_server_restart_and_nothing_is_lost(
 
     root = tmp_path / "run"
     shutil.copytree(run_dir, root)
-    add_systems(
-        root, {s: {"en": o["en"]} for s, o in OUTPUTS.items()}, [r for r in REFS if r["lang"] == "en"]
-    )
+    outputs = {s: {"en": list(o["en"])} for s, o in OUTPUTS.items()}
+    outputs["gamma"]["en"][2] = ""  # a system that wrote nothing for item 3
+    add_systems(root, outputs, [r for r in REFS if r["lang"] == "en"])
     server = studio_server(root, "--annotator", "web")
     browser = chromium_page
     browser.goto(server.url + "#review")
@@ -95,6 +95,21 @@ def test_rate_two_items_blind_kill_the_server_restart_and_nothing_is_lost(
         "[...document.querySelectorAll('#view-review .out .text')].map(p => p.textContent)"
     ) == (texts_item1)
     png = browser.screenshot()
+    # item 3: gamma's empty output reads "(empty)", as the report prints it, and can still be rated
+    for item in (2, 3):
+        browser.key("n")
+        browser.wait(f"document.getElementById('review-pos')?.textContent === 'item {item} / 3'")
+    browser.wait("document.querySelectorAll('#view-review .out').length === 3")
+    empty = browser.js(
+        "[...document.querySelectorAll('#view-review .out .text.empty')].map(p => p.textContent)"
+    )
+    assert empty == ["(empty)"]
+    assert (
+        browser.js(
+            "document.querySelector('#view-review .text.empty').closest('.out').querySelectorAll('.rate button').length"
+        )
+        == 15
+    )
     server.stop()
     ratings = [json.loads(x) for x in (root / "studio" / "ratings-web.jsonl").read_text().splitlines()]
     by_text = {OUTPUTS[s]["en"][0]: s for s in NAMES}

@@ -22,6 +22,7 @@
 #review-tools { display: inline-flex; gap: 10px; align-items: center; flex-wrap: wrap; }
 #view-review section { margin: 0 0 8px; padding: 0 0 4px; }
 #view-review .text { margin: 4px 10px; font-size: 15px; line-height: 1.6; }
+#view-review .text.empty { color: #888; font-style: italic; }
 #view-review .src { background: #fafafa; }
 #view-review .out.focus { outline: 2px solid #3366cc; }
 #view-review .rate { margin: 2px 10px; display: flex; gap: 4px; align-items: center; }
@@ -54,6 +55,8 @@
   // ---- drawing
   function marked(text, novel, terms) {
     // Text with <span class=novel|term> over the server's spans (overlaps get both classes); textContent only.
+    // An empty text (a system that wrote nothing for the row) reads "(empty)", as in the report.
+    if (!text.trim()) return el("p", { className: "text empty", textContent: "(empty)" });
     const cuts = new Set([0, text.length]);
     for (const [a, b] of [...(novel || []), ...(terms || [])]) { cuts.add(a); cuts.add(b); }
     const pts = [...cuts].sort((x, y) => x - y);
