@@ -150,10 +150,11 @@ class RefsConfig:
 
 @dataclass
 class MetricsConfig:
-    # Which metrics to compute: sari bleu ter chrf meteor fkgl quality novelty, or any name a plugin registered with
-    # multimsd.metrics.register_metric (plugins=[my_metric]). Training's validation uses these defaults too.
+    # Which metrics to compute: sari bleu ter chrf meteor fkgl quality novelty safety, or any name a plugin registered
+    # with multimsd.metrics.register_metric (plugins=[my_metric]). Training's validation uses these defaults too.
+    # safety: % of output sentences with a changed number / unit or negation (multimsd.metrics.safety).
     include: list[str] = field(
-        default_factory=lambda: ["sari", "bleu", "ter", "chrf", "meteor", "fkgl", "quality"]
+        default_factory=lambda: ["sari", "bleu", "ter", "chrf", "meteor", "fkgl", "quality", "safety"]
     )
     # Lowercase before scoring (EASSE's command-line default; SARI, BLEU, TER, chrF, METEOR, quality features).
     lowercase: bool = True
@@ -185,9 +186,9 @@ class BootstrapConfig:
     samples: int = 1000
     confidence: float = 0.95  # strictly between 0 and 1
     seed: int = 0  # one index matrix per language, shared by every system and metric (paired tests)
-    # Result keys with intervals (computed ones only): sari sari_add sari_keep sari_delete bleu fkgl novelty, or
-    # a plugin metric's (register_metric(..., statistics=..., from_totals=...)).
-    metrics: list[str] = field(default_factory=lambda: ["sari", "bleu", "fkgl"])
+    # Result keys with intervals (computed ones only): sari sari_add sari_keep sari_delete bleu fkgl novelty safety,
+    # or a plugin metric's (register_metric(..., statistics=..., from_totals=...)).
+    metrics: list[str] = field(default_factory=lambda: ["sari", "bleu", "fkgl", "safety"])
     # Pairs "a:b" to compare (difference a - b, per language); empty = every pair of systems.
     compare: list[str] = field(default_factory=list)
     # Significance level of the paired comparisons: "separable" <=> p < alpha <=> the (1 - alpha) percentile

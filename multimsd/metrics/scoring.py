@@ -277,6 +277,24 @@ def _novelty_describe(sources, references, *, lang, tokenizer, settings) -> dict
     }
 
 
+def _safety(sources, outputs, references, *, lang, tokenizer, settings) -> float:
+    from multimsd.metrics.safety import safety_from_totals, safety_statistics
+
+    return float(safety_from_totals(safety_statistics(sources, outputs, lang).sum(0)))
+
+
+def _safety_statistics(sources, outputs, references, *, lang, tokenizer, settings):
+    from multimsd.metrics.safety import safety_statistics
+
+    return safety_statistics(sources, outputs, lang)
+
+
+def _safety_from_totals(totals, *, lang, tokenizer, settings):
+    from multimsd.metrics.safety import safety_from_totals
+
+    return safety_from_totals(totals)
+
+
 def _quality(sources, outputs, references, *, lang, tokenizer, settings) -> dict[str, Any]:
     from multimsd.metrics.features import quality_features
 
@@ -396,4 +414,21 @@ register_metric(
     statistics=_novelty_statistics,
     from_totals=_novelty_from_totals,
     description="share of output tokens (percent) whose word is not in the source sentence",
+)
+register_metric(
+    "safety",
+    _safety,
+    higher_is_better=False,
+    pooling="weighted-mean",
+    columns=(
+        Column(
+            "flags %",
+            "safety",
+            1,
+            title="Safety flags: % of output sentences whose numbers / units or negations differ from the source",
+        ),
+    ),
+    statistics=_safety_statistics,
+    from_totals=_safety_from_totals,
+    description="share of output sentences (percent) with a changed number, unit or negation (multimsd.metrics.safety)",
 )
