@@ -11,7 +11,7 @@ import pytest
 from multimsd.errors import MultimsdError
 from multimsd.paths import conf_dir
 from multimsd.pipeline.records import StageRecords
-from multimsd.pipeline.run import compose, run
+from multimsd.pipeline.run import compose, plan, run
 
 pytestmark = pytest.mark.integration  # whole runs in this process (tiny models)
 
@@ -66,3 +66,32 @@ def test_finished_lists_the_stages_recorded_done(tmp_path):
     records.mark_started("train/finetuned_theta1", "f2")
     records.mark_done("train/zero_shot", "f3", out, 1.0)
     assert records.finished() == ["align", "train/zero_shot"]
+
+
+def test_a_moved_run_directory_keeps_its_stage_fingerprints(tmp_path):
+    """The stage configs hold absolute paths under the run directory; the fingerprints read them from it, so a
+    run directory moved or copied elsewhere skips what it finished (tests/test_run_pipeline.py copies one)."""
+    from multimsd.pipeline.records import fingerprint, inside
+
+    def stages(run_dir):
+        return {
+            s.name: s.fp
+            for s in plan(compose("run", ["debug=tiny"], config_dir=conf_dir() / "pipeline"), run_dir)
+        }
+
+    here, there = stages(tmp_path / "a" / "run"), stages(tmp_path / "elsewhere")
+    assert here == there and len(here) == 5
+    run = tmp_path / "run"
+    config = {
+        "out": str(run / "align"),
+        "same": str(run),
+        "other": str(tmp_path / "run2" / "x"),
+        "n": [str(run)],
+    }
+    assert inside(config, run) == {
+        "out": "<run>/align",
+        "same": "<run>",
+        "other": config["other"],
+        "n": ["<run>"],
+    }
+    assert fingerprint(config, root=run) != fingerprint(config)  # the path of another directory still counts

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -27,8 +28,24 @@ logger = logging.getLogger(__name__)
 STAGES_DIR = ".stages"
 
 
-def fingerprint(config: Any, *upstream: str) -> str:
-    """sha256 of a stage's resolved config (JSON, sorted keys) and its upstream stages' fingerprints."""
+def inside(config: Any, root: Path) -> Any:
+    """``config`` with every path inside ``root`` written from it (``<run>/align``), so that a run directory
+    moved or copied elsewhere keeps its stages' fingerprints (its stage configs hold absolute paths)."""
+    prefix = str(root)
+    if isinstance(config, str) and (config == prefix or config.startswith(prefix + os.sep)):
+        return "<run>" + config[len(prefix) :]
+    if isinstance(config, dict):
+        return {k: inside(v, root) for k, v in config.items()}
+    if isinstance(config, (list, tuple)):
+        return [inside(v, root) for v in config]
+    return config
+
+
+def fingerprint(config: Any, *upstream: str, root: Path | None = None) -> str:
+    """sha256 of a stage's resolved config (JSON, sorted keys; paths inside ``root``, the run directory, written
+    from it) and its upstream stages' fingerprints."""
+    if root is not None:
+        config = inside(config, root)
     h = hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode())
     for up in upstream:
         h.update(up.encode())

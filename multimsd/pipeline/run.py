@@ -131,7 +131,7 @@ def plan(cfg: RunConfig | DictConfig, run_dir: Path) -> list[Stage]:
             "align", [*cfg.align, f"output.dir={run_dir / 'align'}", "mode=align"], search=_user_dirs(cfg)
         )
         check_split_config(align_cfg.split, "align.split")  # before any work, named as the run knows it
-        align_fp = fingerprint([__version__, OmegaConf.to_container(align_cfg, resolve=True)])
+        align_fp = fingerprint([__version__, OmegaConf.to_container(align_cfg, resolve=True)], root=run_dir)
         stages.append(Stage("align", align_cfg, align_fp, run_dir / "align", "align"))
     aligned = aligned_languages(cfg, stages[0].config)
     if cfg.gold and cfg.pairs.path:
@@ -143,7 +143,7 @@ def plan(cfg: RunConfig | DictConfig, run_dir: Path) -> list[Stage]:
             search=_user_dirs(cfg),
         )
         # Gold mode reads the gold data, not the alignment output: its own fingerprint.
-        gold_fp = fingerprint([__version__, OmegaConf.to_container(gold_cfg, resolve=True)])
+        gold_fp = fingerprint([__version__, OmegaConf.to_container(gold_cfg, resolve=True)], root=run_dir)
         stages.append(Stage("gold", gold_cfg, gold_fp, run_dir / "align" / "gold", "gold"))
 
     systems = expand_systems(cfg)
@@ -166,7 +166,7 @@ def plan(cfg: RunConfig | DictConfig, run_dir: Path) -> list[Stage]:
         resolved = OmegaConf.to_container(train_cfg, resolve=True)
         if sys_cfg["kind"] == "icl":  # prompting never reads the optimiser or loss settings
             resolved = {k: v for k, v in resolved.items() if k not in ("optim", "loss")}
-        fp = fingerprint([__version__, resolved], align_fp)
+        fp = fingerprint([__version__, resolved], align_fp, root=run_dir)
         sys_cfg["label"] = (sys_cfg["label"] or system_label(sys_cfg["kind"], train_cfg)) + sys_cfg["suffix"]
         if sys_cfg["sweep"] is not None:  # the value as it ran (typed by train.py's schema), for run.json
             key = sys_cfg["parameter"].lstrip("+~")
@@ -199,7 +199,10 @@ def plan(cfg: RunConfig | DictConfig, run_dir: Path) -> list[Stage]:
     eval_cfg = compose("evaluate", eval_overrides, search=_user_dirs(cfg))
     eval_cfg.systems = {**preds, **OmegaConf.to_container(eval_cfg.systems)}
     eval_fp = fingerprint(
-        [__version__, OmegaConf.to_container(eval_cfg, resolve=True)], align_fp, *(s.fp for s in trained)
+        [__version__, OmegaConf.to_container(eval_cfg, resolve=True)],
+        align_fp,
+        *(s.fp for s in trained),
+        root=run_dir,
     )
     stages.append(Stage("evaluate", eval_cfg, eval_fp, run_dir / "evaluation", "evaluate", info=systems))
     return stages
