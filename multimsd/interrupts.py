@@ -24,6 +24,10 @@ outermost block's advice: ``run the same command to resume``).
   callback) is raised once the finalizer has returned: an exception raised there is printed and dropped by
   Python (``Exception ignored in …``), and the command ran on to its end as if no signal had come (found:
   ``regex``'s ``Group.__del__`` during evaluate.py's tokenising swallowed a SIGTERM, exit 0).
+* A signal swallowed by a library's bare ``except:`` is delivered again: the dropped :class:`Interrupted`
+  notices it is collected before :func:`exit_interrupted` reported it (found: Cython's memoryview set-up,
+  run while ``numpy.random`` is imported, registers a class inside ``try: … except: pass``; a SIGTERM landing
+  there during evaluate.py's first METEOR call was lost, exit 0).
 * After a signal, any exception is part of the interrupt: a process of a multi-process run that was waiting
   for one that left gets a communication error, which is reported (or, off the main process, silenced) like
   the interrupt itself.
@@ -49,6 +53,7 @@ _installed = False
 _received: int | None = None  # the first signal of this process
 _depth = 0  # nesting of deferred() blocks
 _pending = False  # a signal arrived inside a deferred() block
+_raised: int | None = None  # id() of the Interrupted unwinding now, until exit_interrupted reports it
 
 
 class Interrupted(KeyboardInterrupt):
@@ -57,6 +62,23 @@ class Interrupted(KeyboardInterrupt):
     def __init__(self, signum: int = signal.SIGINT):
         super().__init__(signal.Signals(signum).name)
         self.signum = signum
+
+    def __del__(self) -> None:
+        # Collected while it is the live interrupt, unreported: something caught it and went on.
+        global _raised, _received
+        if _raised == id(self) and _received == self.signum and not _pending:
+            _raised, _received = None, None  # the next delivery raises
+            _deliver_again(self.signum)
+
+
+def _raise(signum: int) -> None:
+    global _raised
+    e = Interrupted(signum)
+    _raised = id(e)
+    try:
+        raise e
+    finally:
+        del e  # no cycle through this frame: a swallowed exception is collected at once
 
 
 def _handler(signum: int, frame) -> None:
@@ -70,7 +92,7 @@ def _handler(signum: int, frame) -> None:
     if _depth:
         _pending = True
         return
-    raise Interrupted(signum)
+    _raise(signum)
 
 
 @contextlib.contextmanager
@@ -149,7 +171,7 @@ def deferred() -> Iterator[None]:
         _depth -= 1
     if _depth == 0 and _pending:
         _pending = False
-        raise Interrupted(_received or signal.SIGINT)
+        _raise(_received or signal.SIGINT)
 
 
 Text = str | Callable[[], str]
@@ -217,6 +239,8 @@ def close_progress_bars() -> None:
 
 def exit_interrupted(e: BaseException) -> None:
     """Print the interrupt's line (main process only) and exit with 128 + its signal."""
+    global _raised
+    _raised = None  # reported: the exception may go now
     line = message(e)  # first: the notes may read state that closing things could change
     close_progress_bars()
     if is_main_process():

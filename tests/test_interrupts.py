@@ -295,6 +295,7 @@ def handlers():
         False,
         0,
     )
+    interrupts._raised = None
 
 
 def test_the_first_signal_raises_later_ones_are_ignored_and_deferred_blocks_finish(handlers):
@@ -395,3 +396,41 @@ def test_a_signal_inside_a_weakref_callback_is_delivered_again(handlers, capsys)
     assert len([t for t in trace if isinstance(t, int)]) < 1000
     assert "Exception ignored" not in capsys.readouterr().err
     assert sys.unraisablehook is not None and "multimsd" not in getattr(sys.unraisablehook, "__module__", "")
+
+
+def test_a_signal_swallowed_by_a_bare_except_is_delivered_again(handlers):
+    """A library's ``try: … except: pass`` catches the interrupt (Cython's memoryview set-up does, while numpy.random
+    is imported: a SIGTERM landing there ended evaluate.py with exit 0). The dropped exception delivers the
+    signal again, and the work after the bare except is interrupted."""
+    interrupts = handlers
+    trace: list = []
+    with pytest.raises(interrupts.Interrupted) as e, interrupts.installed():
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(1)  # the handler raises here
+            trace.append("not reached")
+        except:  # noqa: E722 - the library's bare except, on purpose
+            trace.append("swallowed")
+        for i in range(2000):  # 10 s of work; interrupted, a few milliseconds of it
+            trace.append(i)
+            time.sleep(0.005)
+    assert e.value.signum == signal.SIGTERM and trace[0] == "swallowed" and len(trace) < 1000, len(trace)
+    assert interrupts.exit_code(e.value) == 143
+
+
+def test_a_reported_interrupt_is_not_delivered_again(handlers, capsys):
+    """Once exit_interrupted has printed the line, the exception may be dropped: no second delivery."""
+    interrupts = handlers
+    with pytest.raises(SystemExit) as done, interrupts.installed():
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(1)
+        except interrupts.Interrupted as e:
+            interrupts.exit_interrupted(e)
+    assert done.value.code == 143
+    del done
+    import gc
+
+    gc.collect()
+    time.sleep(0.05)  # a second delivery would raise here (the handlers are still ours: a signal came)
+    assert capsys.readouterr().err.strip() == "interrupted by SIGTERM; run the same command again"
