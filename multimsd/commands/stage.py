@@ -70,6 +70,9 @@ def run_stage(run: Callable[[Any], Any], cfg: Any) -> Any:
     logging.getLogger("multimsd").setLevel(logging.INFO if is_main_process() else logging.WARNING)
     for name in NOISY_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)
+    # bitsandbytes warns at import, in every process, on CPUs with AVX512-BF16, that it could not fetch a CPU
+    # kernel from the Hub ("pip install kernels"): nothing a user of a CPU run can act on (GPUs never use it)
+    logging.getLogger("bitsandbytes").setLevel(logging.ERROR)
     try:
         from transformers.utils import logging as hf_logging
 
