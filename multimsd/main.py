@@ -17,10 +17,12 @@ Commands:
   evaluate   SARI, BLEU, TER, chrF, METEOR, FKGL, medical terms, bootstrap intervals
   studio     a local web app over a run: alignments, gold alignments by hand, θ from that gold, blind rating
              of the outputs (multimsd studio PATH)
+  simplify   a trained system simplifies new documents, sentence by sentence, with safety flags
+             (multimsd simplify MODEL INPUT --out OUT)
 run, align, train and evaluate read the same options (--help, --cfg job|hydra|all, --config-dir DIR) and
 Hydra overrides (key=value); `multimsd COMMAND --help` lists the command's keys.
 """
-NAMES = ("run", "align", "train", "evaluate", "studio")
+NAMES = ("run", "align", "train", "evaluate", "studio", "simplify")
 
 
 def command(name: str) -> Callable[[list[str]], object]:
@@ -35,6 +37,8 @@ def command(name: str) -> Callable[[list[str]], object]:
         from multimsd.evaluate import main
     elif name == "studio":  # not a Hydra command: its own arguments (multimsd studio --help)
         from multimsd.studio.cli import main
+    elif name == "simplify":  # not a Hydra command either (multimsd simplify --help)
+        from multimsd.simplify.cli import main
     else:
         raise KeyError(name)
     return main

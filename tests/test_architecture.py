@@ -16,7 +16,9 @@ Layers (low to high):
 5. the commands: ``pipeline`` (``multimsd run``: the stages in order), ``studio`` (``multimsd studio``: the web
    app over a run's outputs), ``multimsd.align`` / ``multimsd.train`` / ``multimsd.evaluate``
    (``multimsd align|train|evaluate``);
-6. the front door: ``multimsd.main`` / ``multimsd.__main__`` (``multimsd COMMAND``).
+6. the commands over a run: ``simplify`` (``multimsd simplify``: reads a run's plan, ``pipeline``, to load its
+   best system);
+7. the front door: ``multimsd.main`` / ``multimsd.__main__`` (``multimsd COMMAND``).
 
 A module may import its own package and the layers below; never a higher layer, nor another package of its
 own layer (two stages, two commands). Every import counts, also one inside a function (a lazy import still
@@ -40,7 +42,8 @@ LAYERS = (  # layer number -> the top-level names of multimsd in it (layer 0: ev
     (3, ("alignment", "training", "evaluation", "report")),
     (4, ("commands",)),
     (5, ("pipeline", "studio", "align", "train", "evaluate")),
-    (6, ("main", "__main__")),
+    (6, ("simplify",)),
+    (7, ("main", "__main__")),
 )
 FRONT_DOOR = ("main", "__main__")  # one package of two modules: __main__ runs main
 # Where an import of a module named at run time is the point: the user's plugins (plugins=[pkg.mod], never a
@@ -179,8 +182,9 @@ def test_no_import_circles():
 
 
 def test_layers_are_read():
-    assert layer("multimsd.main") == layer("multimsd.__main__") == (6, "front door")
+    assert layer("multimsd.main") == layer("multimsd.__main__") == (7, "front door")
     assert layer("multimsd.pipeline.run") == (5, "pipeline")
+    assert layer("multimsd.simplify.run") == (6, "simplify")
     assert layer("multimsd.train") == (5, "train")
     assert layer("multimsd.studio.theta") == (5, "studio")
     assert layer("multimsd.commands.compose") == (4, "commands")

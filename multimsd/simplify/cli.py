@@ -1,0 +1,109 @@
+"""``multimsd simplify MODEL INPUT --out OUT [--system NAME] [--lang LANG] [eval.KEY=VALUE ...]``.
+
+Not a Hydra command: MODEL already holds the config (the run's, or the training's), so the command takes
+paths and a few options, and ``eval.*`` overrides of the decoding. Its error contract is the stage commands'
+(:func:`multimsd.commands.stage.run_stage`): a problem with MODEL, INPUT or an option is one ``error:`` line
+and exit 2, before the model is loaded and with no OUT written; Ctrl-C / SIGTERM is one ``interrupted …``
+line saying how many documents are done (run the same command to continue).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from typing import NoReturn
+
+USAGE = """\
+usage: multimsd simplify MODEL INPUT --out OUT [--system NAME] [--lang LANG] [eval.KEY=VALUE ...]
+
+Simplifies documents with a trained system: each document is cut into sentences (the alignment's segmenter),
+each sentence rewritten with the evaluation's decoding and checked by the safety checks (numbers, negation:
+the `safety` metric's), and one JSON record per document appended to OUT:
+  {"id", "lang", "text": the simplified document, "sentences": [{"source", "output", "flags": [...]}],
+   "flagged": flagged sentences, "system": NAME, "model": PATH}
+
+  MODEL          a `multimsd run` directory: its best system that has a model, by the evaluation's ranking
+                 (copy baselines skipped; of a sweep, the system selected on validation); or a
+                 `multimsd train` output directory (train_config.json and best/)
+  INPUT          FILE.txt (one document, id = FILE), FILE.jsonl (one {"id", "lang", "text"} a line;
+                 "complex" for "text" works too) or - (stdin: JSONL if it starts with {, else one document)
+  --out OUT      the JSONL written, a record per document, each written whole (flushed, fsynced);
+                 when OUT exists the documents already in it are skipped: a killed run continues
+  --system NAME  this system of the run instead of the best (run.json lists them)
+  --lang LANG    the language of a document that names none (de en es fr it ja pt ru zh)
+  eval.KEY=VALUE the decoding's settings over the system's (eval.num_beams=4, eval.max_new_tokens=128,
+                 eval.max_batch_tokens=16384); other keys are refused
+
+Example:
+  multimsd simplify outputs/run leaflets.jsonl --out simplified.jsonl
+Errors in the input print one line and exit with status 2.
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        print(f"error: multimsd simplify: {message} (multimsd simplify --help)", file=sys.stderr)
+        sys.exit(2)
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    p = _Parser(prog="multimsd simplify", add_help=False)
+    p.add_argument("model")
+    p.add_argument("input")
+    p.add_argument("overrides", nargs="*")
+    p.add_argument("--out", required=True)
+    p.add_argument("--system")
+    p.add_argument("--lang")
+    return p.parse_intermixed_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``multimsd simplify …`` (``argv``: the arguments after ``simplify``; default ``sys.argv[1:]``)."""
+    from multimsd import interrupts
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    with interrupts.installed(), interrupts.guard():
+        if not argv or "-h" in argv or "--help" in argv:
+            print(USAGE)
+            return
+        args = parse(argv)
+        from multimsd.commands.stage import run_stage
+
+        logging.basicConfig(
+            level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", datefmt="%H:%M:%S"
+        )
+        run_stage(lambda _cfg: go(args), None)
+
+
+def go(args: argparse.Namespace):
+    from pathlib import Path
+
+    from multimsd.errors import MultimsdError
+    from multimsd.simplify.documents import Input
+    from multimsd.simplify.run import simplify
+    from multimsd.simplify.source import resolve
+
+    out = Path(args.out).expanduser()
+    if out.is_dir():
+        raise MultimsdError(f"--out {out}: a directory; name a file (e.g. {out / 'simplified.jsonl'})")
+    if args.input != "-" and out.resolve() == Path(args.input).expanduser().resolve():
+        raise MultimsdError(f"--out {out}: that is INPUT")
+    with Input(args.input, args.lang) as inp:
+        ids = inp.check()  # every record read and checked before the model is loaded
+        source = resolve(args.model, args.system, args.overrides)
+        t = simplify(source, inp, out, ids)
+    print("\n".join(summary_lines(t, out)))
+    return t
+
+
+def summary_lines(t, out) -> list[str]:
+    """What the command prints at the end."""
+    share = f" ({100 * t.flagged / t.sentences:.1f} %)" if t.sentences else ""
+    speed = f"{t.sentences / t.seconds:.2f} sentences/s, " if t.seconds else ""
+    return [
+        f"documents: {t.documents}" + (f" ({t.skipped} skipped: already in --out)" if t.skipped else ""),
+        f"sentences: {t.sentences}, flagged: {t.flagged}{share}",
+        f"speed: {speed}{t.seconds:.1f} s",
+        f"output: {out}",
+    ]

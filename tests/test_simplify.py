@@ -1,0 +1,315 @@
+"""``multimsd simplify``: INPUT read and checked, MODEL resolved, OUT written whole and resumed, end to end on a
+tiny run (e2e)."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from multimsd.errors import MultimsdError
+from multimsd.simplify import cli
+from multimsd.simplify.documents import Input
+from multimsd.simplify.run import Totals, done_ids, simplify
+from multimsd.simplify.source import Source, resolve, with_overrides
+
+
+def write_jsonl(path: Path, records: list) -> Path:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def docs(inp: Input) -> list[tuple[str, str, str]]:
+    return [(d.id, d.lang, d.text) for d in inp.documents()]
+
+
+# ------------------------------------------------------------------------------------------- INPUT
+def test_a_txt_file_is_one_document_named_by_its_stem(tmp_path):
+    p = tmp_path / "leaflet.txt"
+    p.write_text("\ufeffTake 5 mg.\n\nDo not drive.\n", encoding="utf-8")
+    with Input(str(p), "en") as inp:
+        assert inp.check() == {"leaflet"}
+        assert docs(inp) == [("leaflet", "en", "Take 5 mg.\n\nDo not drive.\n")]
+
+
+def test_a_jsonl_file_one_record_a_line_text_or_complex_lang_or_default(tmp_path):
+    p = write_jsonl(
+        tmp_path / "d.jsonl",
+        [{"id": "a", "lang": "de", "text": "Nehmen Sie 5 mg."}, {"id": 7, "complex": "Take it."}],
+    )
+    p.write_text(p.read_text(encoding="utf-8") + "\n\n", encoding="utf-8")  # blank lines are skipped
+    with Input(str(p), "en") as inp:
+        assert inp.check() == {"a", "7"}
+        assert docs(inp) == [("a", "de", "Nehmen Sie 5 mg."), ("7", "en", "Take it.")]
+
+
+@pytest.mark.parametrize(
+    "data, expected",
+    [
+        (b'\n  {"id": "x", "lang": "fr", "text": "Prenez 5 mg."}\n', [("x", "fr", "Prenez 5 mg.")]),
+        (b"Take 5 mg. Do not drive.\n", [("stdin", "en", "Take 5 mg. Do not drive.\n")]),
+    ],
+)
+def test_stdin_is_jsonl_when_it_starts_with_a_brace_else_one_document(monkeypatch, data, expected):
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+    with Input("-", "en") as inp:
+        inp.check()
+        assert docs(inp) == expected
+        assert docs(inp) == expected  # read twice: the check, then the decoding
+
+
+BAD_INPUTS = {
+    "not UTF-8": (b'{"id": "a", "lang": "en", "text": "caf\xe9"}\n', "line 1: not UTF-8"),
+    "empty text": (
+        b'{"id": "a", "lang": "en", "text": "x"}\n{"id": "b", "lang": "en", "text": "  "}\n',
+        "line 2",
+    ),
+    "unknown lang": (b'{"id": "a", "lang": "xx", "text": "x"}\n', "lang 'xx' is not one of"),
+    "no id": (b'{"lang": "en", "text": "x"}\n', 'no "id"'),
+    "no text": (b'{"id": "a", "lang": "en"}\n', 'no "text"'),
+    "not json": (b'{"id": "a", \n', "not a JSON record"),
+    "twice": (b'{"id": "a", "text": "x"}\n{"id": "a", "text": "y"}\n', "appears twice"),
+    "no lang": (b'{"id": "a", "text": "x"}\n', "no lang"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_INPUTS))
+def test_bad_input_is_one_line_exit_2_and_no_out(tmp_path, capsys, case):
+    data, message = BAD_INPUTS[case]
+    (tmp_path / "in.jsonl").write_bytes(data)
+    out = tmp_path / "o" / "out.jsonl"
+    lang = [] if case == "no lang" else ["--lang", "en"]
+    # MODEL is not looked at: INPUT is checked first, before anything heavier
+    with pytest.raises(SystemExit) as e:
+        cli.main([str(tmp_path / "nowhere"), str(tmp_path / "in.jsonl"), "--out", str(out), *lang])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert e.value.code == 2
+    assert len(err) == 1 and err[0].startswith("error: ") and message in err[0], err
+    assert not out.exists() and not out.parent.exists()
+
+
+def test_missing_input_and_bad_lang_option(tmp_path):
+    with pytest.raises(MultimsdError, match="no such file"):
+        Input(str(tmp_path / "none.jsonl"))
+    (tmp_path / "a.csv").write_text("x", encoding="utf-8")
+    with pytest.raises(MultimsdError, match=r"\.txt"):
+        Input(str(tmp_path / "a.csv"))
+    with pytest.raises(MultimsdError, match="--lang: lang 'xx'"):
+        Input(str(tmp_path / "a.csv"), "xx")
+
+
+def test_usage_errors_are_one_line(capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.main(["model-only"])
+    assert e.value.code == 2 and len(capsys.readouterr().err.strip().splitlines()) == 1
+    cli.main(["--help"])
+    assert "multimsd simplify MODEL INPUT --out OUT" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------------------------------- MODEL
+def test_model_that_is_neither_a_run_nor_a_training_dir(tmp_path):
+    with pytest.raises(MultimsdError, match="no such directory"):
+        resolve(str(tmp_path / "none"))
+    with pytest.raises(MultimsdError, match="neither a run directory"):
+        resolve(str(tmp_path))
+
+
+def test_a_run_with_no_model_and_an_unknown_system(tmp_path):
+    (tmp_path / "run.json").write_text(
+        json.dumps(
+            {"config": {"systems": {"copy": {"kind": "copy"}}}, "systems": {"copy": {"kind": "copy"}}}
+        ),
+        encoding="utf-8",
+    )
+    with pytest.raises(MultimsdError, match="no system with a model"):
+        resolve(str(tmp_path))
+    with pytest.raises(MultimsdError, match="--system nope: no such system"):
+        resolve(str(tmp_path), "nope")
+    with pytest.raises(MultimsdError, match="--system copy: a copy baseline has no model"):
+        resolve(str(tmp_path), "copy")
+
+
+def test_only_eval_overrides_apply():
+    from omegaconf import OmegaConf
+
+    cfg = with_overrides(OmegaConf.create({"model": {"kind": "causal"}}), ["eval.num_beams=3"])
+    assert cfg.eval.num_beams == 3
+    for bad in (["optim.lr=1"], ["eval.nope=1"], ["eval.num_beams"]):
+        with pytest.raises(MultimsdError):
+            with_overrides(OmegaConf.create({"model": {"kind": "causal"}}), bad)
+
+
+# ------------------------------------------------------------------------------------------- OUT, resume
+def record(i: str) -> dict:
+    return {"id": i, "lang": "en", "text": "", "sentences": [], "flagged": 0, "system": "s", "model": "m"}
+
+
+def test_a_cut_last_line_is_removed_and_its_document_done_again(tmp_path, monkeypatch):
+    out = tmp_path / "out.jsonl"
+    whole = "".join(json.dumps(record(i)) + "\n" for i in ("d0", "d1"))
+    out.write_text(whole + json.dumps(record("d2"))[:20], encoding="utf-8")
+    assert done_ids(out) == {"d0", "d1"} and out.read_text(encoding="utf-8") == whole
+
+    out.write_text(whole + json.dumps(record("d2"))[:20], encoding="utf-8")  # cut again: simplify resumes
+    inp_path = write_jsonl(
+        tmp_path / "in.jsonl",
+        [{"id": f"d{k}", "lang": "en", "text": f"Take {k} mg. Do not drive."} for k in range(4)],
+    )
+    import multimsd.simplify.run as run_mod
+    import multimsd.training.predict as predict
+
+    monkeypatch.setattr(run_mod, "load", lambda source: (None, None, None))
+    monkeypatch.setattr(
+        predict, "generate", lambda cfg, m, t, rows, acc, final=False: [r["complex"] for r in rows]
+    )
+    source = Source("s", None, None, tmp_path)
+    with Input(str(inp_path)) as inp:
+        t = simplify(source, inp, out, inp.check(), docs_per_call=1)
+    assert (t.documents, t.skipped, t.sentences) == (2, 2, 4)
+    ids = [json.loads(line)["id"] for line in out.read_text(encoding="utf-8").splitlines()]
+    assert ids == ["d0", "d1", "d2", "d3"]
+    last = json.loads(out.read_text(encoding="utf-8").splitlines()[-1])
+    assert last["text"] == "Take 3 mg. Do not drive." and last["flagged"] == 0
+    assert [s["flags"] for s in last["sentences"]] == [[], []]
+    assert not (tmp_path / ".out.jsonl.lock").exists()
+
+
+def test_an_out_that_is_not_ours_is_refused(tmp_path):
+    out = tmp_path / "out.jsonl"
+    out.write_text("hello\n" + json.dumps(record("d0")) + "\n", encoding="utf-8")
+    with pytest.raises(MultimsdError, match="line 1: not a record"):
+        done_ids(out)
+
+
+def test_a_whole_last_record_without_its_newline_is_kept(tmp_path):
+    out = tmp_path / "out.jsonl"
+    out.write_text(json.dumps(record("d0")) + "\n" + json.dumps(record("d1")), encoding="utf-8")
+    assert done_ids(out) == {"d0", "d1"} and out.read_text(encoding="utf-8").endswith("}\n")
+
+
+def test_summary_lines():
+    lines = cli.summary_lines(Totals(documents=2, sentences=4, flagged=1, skipped=3, seconds=2.0), "o.jsonl")
+    assert lines[0] == "documents: 2 (3 skipped: already in --out)"
+    assert lines[1] == "sentences: 4, flagged: 1 (25.0 %)" and "2.00 sentences/s" in lines[2]
+
+
+# ------------------------------------------------------------------------------------------- end to end
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory) -> Path:
+    run = tmp_path_factory.mktemp("simplify") / "run"
+    proc = subprocess.run(
+        [sys.executable, "-m", "multimsd", "run", "debug=tiny", f"output.dir={run}"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return run
+
+
+def simplify_cli(*args) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "multimsd", "simplify", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+@pytest.mark.e2e
+def test_simplify_a_tiny_run(tiny_run, tmp_path):
+    from multimsd.alignment.segment import segment_document
+
+    texts = {
+        "a": ("en", "Take 5 mg twice daily. Do not drive.\n\nCall your doctor if the fever lasts 3 days."),
+        "b": ("ja", "薬を1日3回飲んでください。運転しないでください。"),
+        "c": ("en", "Keep it cold."),
+    }
+    inp = write_jsonl(
+        tmp_path / "in.jsonl", [{"id": k, "lang": lang, "text": t} for k, (lang, t) in texts.items()]
+    )
+    out = tmp_path / "out.jsonl"
+    proc = simplify_cli(tiny_run, inp, "--out", out, "eval.max_new_tokens=4")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "system: finetuned_theta1" in proc.stderr  # the sweep's selection; copy is skipped
+    assert "documents: 3" in proc.stdout and "sentences: 6" in proc.stdout
+    records = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [r["id"] for r in records] == ["a", "b", "c"]
+    for r in records:
+        lang, text = texts[r["id"]]
+        assert r["lang"] == lang and r["system"] == "finetuned_theta1"
+        assert [s["source"] for s in r["sentences"]] == segment_document(text, lang)
+        assert all(isinstance(s["flags"], list) and isinstance(s["output"], str) for s in r["sentences"])
+        assert r["flagged"] == sum(1 for s in r["sentences"] if s["flags"])
+
+    again = simplify_cli(tiny_run, inp, "--out", out)  # everything done: nothing loaded, nothing written
+    assert again.returncode == 0 and "documents: 0 (3 skipped: already in --out)" in again.stdout
+    assert len(out.read_text(encoding="utf-8").splitlines()) == 3
+
+    zero = simplify_cli(tiny_run, inp, "--out", tmp_path / "zero.jsonl", "--system", "zero_shot")
+    assert zero.returncode == 0, zero.stderr[-3000:]
+    assert (
+        json.loads((tmp_path / "zero.jsonl").read_text(encoding="utf-8").splitlines()[0])["system"]
+        == "zero_shot"
+    )
+
+    bad = simplify_cli(tiny_run, inp, "--out", tmp_path / "x.jsonl", "--system", "nope")
+    assert bad.returncode == 2 and bad.stderr.strip().splitlines()[-1].startswith("error: --system nope")
+    assert not (tmp_path / "x.jsonl").exists()
+
+
+@pytest.mark.e2e
+def test_sigkill_half_way_then_the_same_command_writes_each_document_once(tiny_run, tmp_path):
+    """300 documents; SIGKILL once some records are in OUT (no chance to clean up), then the same command:
+    OUT holds each id exactly once, in input order, every line a whole record."""
+    import os
+    import signal
+    import time
+
+    words = [
+        "Take",
+        "5",
+        "mg",
+        "of",
+        "the",
+        "medicine",
+        "twice",
+        "a",
+        "day",
+        "and",
+        "do",
+        "not",
+        "drive",
+        "after",
+        "it",
+    ]
+    records = [
+        {"id": f"d{i:03d}", "lang": "en", "text": " ".join(words[: 4 + i % 9]) + ". Call us if it hurts."}
+        for i in range(300)
+    ]
+    inp = write_jsonl(tmp_path / "in.jsonl", records)
+    out = tmp_path / "out.jsonl"
+    args = [sys.executable, "-m", "multimsd", "simplify", str(tiny_run), str(inp), "--out", str(out)]
+    args.append("eval.max_new_tokens=4")
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 600
+    while not (out.exists() and out.read_bytes().count(b"\n") >= 32):
+        assert proc.poll() is None, "the command ended before it could be killed"
+        assert time.time() < deadline
+        time.sleep(0.01)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    first = out.read_bytes().count(b"\n")
+    assert 32 <= first < 300, first
+
+    again = simplify_cli(tiny_run, inp, "--out", out, "eval.max_new_tokens=4")
+    assert again.returncode == 0, again.stderr[-3000:]
+    lines = out.read_text(encoding="utf-8").splitlines()
+    ids = [json.loads(line)["id"] for line in lines]  # every line whole JSON
+    assert ids == [r["id"] for r in records]
+    # the whole records before the kill were kept and skipped (a line the kill cut short was written again)
+    assert f"documents: {300 - first} ({first} skipped: already in --out)" in again.stdout, again.stdout
