@@ -1,47 +1,90 @@
 """The ``multimsd`` command, the front door: ``multimsd COMMAND [arguments]`` hands the arguments to one of the
-commands below (``python -m multimsd`` is the same). Each is imported only when it runs, by a plain import
-statement, so the import graph (tests/test_architecture.py) shows every arrow."""
+commands of :data:`COMMANDS` (``python -m multimsd`` is the same).
+
+A command is one registration: a :class:`Command` line below naming the module whose ``main(argv)`` runs it
+and the lines ``multimsd --help`` shows for it. Everything else follows from that line: the command list of
+``--help``, the "unknown command" error, and the import graph (tests/test_architecture.py reads the module
+names of these lines as imports of the front door). A module is imported only when its command runs, so
+``multimsd --help`` costs no import of torch or Hydra. docs/extending.md ("A new command") says what a
+command module holds.
+"""
 
 from __future__ import annotations
 
+import importlib
 import sys
+import textwrap
 from collections.abc import Callable
+from dataclasses import dataclass
 
-COMMANDS = """\
-usage: multimsd COMMAND [--help] [key=value ...]
 
-Commands:
-  run        the whole pipeline: align -> (gold) -> train / prompt every system -> evaluate -> report
-  align      article pairs -> aligned sentence pairs (a DatasetDict); gold mode tunes θ
-  train      fine-tune / prompt a simplification model (on several GPUs: accelerate launch -m multimsd.train)
-  evaluate   SARI, BLEU, TER, chrF, METEOR, FKGL, medical terms, bootstrap intervals
-  studio     a local web app over a run: alignments, gold alignments by hand, θ from that gold, blind rating
-             of the outputs (multimsd studio PATH)
-  simplify   a trained system simplifies new documents, sentence by sentence, with safety flags
-             (multimsd simplify MODEL INPUT --out OUT)
-run, align, train and evaluate read the same options (--help, --cfg job|hydra|all, --config-dir DIR) and
-Hydra overrides (key=value); `multimsd COMMAND --help` lists the command's keys.
-"""
-NAMES = ("run", "align", "train", "evaluate", "studio", "simplify")
+@dataclass(frozen=True)
+class Command:
+    """One command: its name, the module whose ``main(argv)`` runs it (``argv``: the arguments after the
+    name), and its summary in ``multimsd --help``."""
+
+    name: str
+    module: str
+    summary: str
+
+
+COMMANDS = (
+    Command(
+        "run",
+        "multimsd.pipeline.cli",
+        "the whole pipeline: align -> (gold) -> train / prompt every system -> evaluate -> report",
+    ),
+    Command(
+        "align",
+        "multimsd.align",
+        "article pairs -> aligned sentence pairs (a DatasetDict); gold mode tunes θ",
+    ),
+    Command(
+        "train",
+        "multimsd.train",
+        "fine-tune / prompt a simplification model (on several GPUs: accelerate launch -m multimsd.train)",
+    ),
+    Command(
+        "evaluate",
+        "multimsd.evaluate",
+        "SARI, BLEU, TER, chrF, METEOR, FKGL, medical terms, bootstrap intervals",
+    ),
+    Command(
+        "studio",
+        "multimsd.studio.cli",
+        "a local web app over a run: alignments, gold alignments by hand, θ from that gold, blind rating of "
+        "the outputs (multimsd studio PATH)",
+    ),
+    Command(
+        "simplify",
+        "multimsd.simplify.cli",
+        "a trained system simplifies new documents, with safety flags (multimsd simplify MODEL INPUT --out OUT)",
+    ),
+)
+NAMES = tuple(c.name for c in COMMANDS)
+WIDTH = 110
+
+
+def usage() -> str:
+    """``multimsd --help``: every registered command with its summary."""
+    lines = ["usage: multimsd COMMAND [--help] [arguments]", "", "Commands:"]
+    for c in COMMANDS:
+        wrapped = textwrap.wrap(c.summary, WIDTH - 13)
+        lines.append(f"  {c.name:<10} {wrapped[0]}")
+        lines += [" " * 13 + w for w in wrapped[1:]]
+    lines += [
+        "run, align, train and evaluate read the same options (--help, --cfg job|hydra|all, --config-dir DIR) and",
+        "Hydra overrides (key=value); `multimsd COMMAND --help` shows what a command takes.",
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def command(name: str) -> Callable[[list[str]], object]:
     """The ``main(argv)`` of command ``name`` (one of :data:`NAMES`)."""
-    if name == "run":
-        from multimsd.pipeline.cli import main
-    elif name == "align":
-        from multimsd.align import main
-    elif name == "train":
-        from multimsd.train import main
-    elif name == "evaluate":
-        from multimsd.evaluate import main
-    elif name == "studio":  # not a Hydra command: its own arguments (multimsd studio --help)
-        from multimsd.studio.cli import main
-    elif name == "simplify":  # not a Hydra command either (multimsd simplify --help)
-        from multimsd.simplify.cli import main
-    else:
-        raise KeyError(name)
-    return main
+    for c in COMMANDS:
+        if c.name == name:
+            return importlib.import_module(c.module).main
+    raise KeyError(name)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -51,7 +94,7 @@ def main(argv: list[str] | None = None) -> None:
     # Ctrl-C / SIGTERM anywhere (a command's start-up included): one ``interrupted …`` line, exit 130 / 143
     with interrupts.installed(), interrupts.guard():
         if not argv or argv[0] in ("-h", "--help", "help"):
-            print(COMMANDS)
+            print(usage())
             return
         if argv[0] not in NAMES:
             print(f"error: unknown command {argv[0]!r} (choose {', '.join(NAMES)})", file=sys.stderr)

@@ -25,7 +25,8 @@ own layer (two stages, two commands). Every import counts, also one inside a fun
 ties the two modules together), and so does a dynamic one: ``importlib.import_module("multimsd.x")`` or
 ``__import__("multimsd.x")`` with a literal name is an import of ``multimsd.x``; one whose name is not a literal
 (``import_module(f"multimsd.{name}")``) hides an arrow from this test and is refused, except in the functions
-of :data:`RUN_TIME_IMPORTS`.
+of :data:`RUN_TIME_IMPORTS`. The front door's registration of a command, ``Command("simplify",
+"multimsd.simplify.cli", …)``, is an import of the module it names.
 """
 
 from __future__ import annotations
@@ -48,7 +49,13 @@ LAYERS = (  # layer number -> the top-level names of multimsd in it (layer 0: ev
 FRONT_DOOR = ("main", "__main__")  # one package of two modules: __main__ runs main
 # Where an import of a module named at run time is the point: the user's plugins (plugins=[pkg.mod], never a
 # module of multimsd: those are imported by name, where the graph sees them).
-RUN_TIME_IMPORTS = {("multimsd.commands.plugins", "load_plugins")}
+RUN_TIME_IMPORTS = {
+    ("multimsd.commands.plugins", "load_plugins"),
+    (
+        "multimsd.main",
+        "command",
+    ),  # the module of a registered Command: its arrow is read from the registration
+}
 MAX_LINES = 500
 LONG_MARKER = "Why this module is long:"
 
@@ -91,6 +98,10 @@ def read_imports(source: str, name: str, is_package: bool = False) -> tuple[set[
         elif isinstance(node, ast.Call):
             func = node.func
             called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            if called == "Command" and len(node.args) > 1:  # the front door's registration of a command
+                arg = node.args[1]
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                    targets.append(arg.value)
             if called in loaders and node.args:
                 arg = node.args[0]
                 if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
@@ -273,3 +284,12 @@ def test_long_modules_say_why(name):
     assert LONG_MARKER in doc, (
         f"{path.relative_to(PKG.parent)}: {n} lines and no '{LONG_MARKER}' in its docstring"
     )
+
+
+def test_every_registered_command_is_an_arrow_of_the_front_door():
+    from multimsd.main import COMMANDS
+
+    modules = {c.module for c in COMMANDS}
+    assert modules <= set(MODULES) and modules <= GRAPH["multimsd.main"], modules - GRAPH["multimsd.main"]
+    deps, hidden = read_imports("Command('x', 'multimsd.errors', 'summary')\n", "multimsd.main")
+    assert deps == {"multimsd.errors"} and hidden == []

@@ -38,6 +38,32 @@ def test_every_command_reads_hydras_spellings(tmp_path):
     assert parse_command_line("train", ["x=1"]).config_dir is None
 
 
+def test_a_command_is_one_registration(monkeypatch, capsys):
+    """multimsd --help lists every registered command with its summary; each one runs its module's main(argv)
+    with the arguments after its name; an unregistered name is one line."""
+    from multimsd import main as front
+
+    calls = []
+    module = type(sys)("multimsd_test_command")
+    module.main = lambda argv: calls.append(argv)
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    monkeypatch.setattr(
+        front, "COMMANDS", (*front.COMMANDS, front.Command("hello", module.__name__, "says hi"))
+    )
+    monkeypatch.setattr(front, "NAMES", (*front.NAMES, "hello"))
+    front.main(["--help"])
+    listed = [ln.split()[0] for ln in capsys.readouterr().out.splitlines() if re.match(r"  \S", ln)]
+    assert listed == ["run", "align", "train", "evaluate", "studio", "simplify", "hello"]
+    front.main(["hello", "a=1", "--x"])
+    assert calls == [["a=1", "--x"]]
+    with pytest.raises(SystemExit) as e:
+        front.main(["hallo"])
+    assert (
+        e.value.code == 2
+        and "choose run, align, train, evaluate, studio, simplify, hello" in capsys.readouterr().err
+    )
+
+
 @pytest.mark.integration
 def test_commands_and_an_unknown_one(tmp_path):
     out = multimsd("--help", cwd=tmp_path)
