@@ -60,6 +60,12 @@ COMMANDS = (
         "multimsd.simplify.cli",
         "a trained system simplifies new documents, with safety flags (multimsd simplify MODEL INPUT --out OUT)",
     ),
+    Command(
+        "export",
+        "multimsd.simplify.export",
+        "a trained system as a standard 🤗 model directory: merged safetensors weights, tokenizer, decoding "
+        "settings, model card (multimsd export MODEL --to DIR)",
+    ),
 )
 NAMES = tuple(c.name for c in COMMANDS)
 WIDTH = 110

@@ -53,14 +53,14 @@ def test_a_command_is_one_registration(monkeypatch, capsys):
     monkeypatch.setattr(front, "NAMES", (*front.NAMES, "hello"))
     front.main(["--help"])
     listed = [ln.split()[0] for ln in capsys.readouterr().out.splitlines() if re.match(r"  \S", ln)]
-    assert listed == ["run", "align", "train", "evaluate", "studio", "simplify", "hello"]
+    assert listed == ["run", "align", "train", "evaluate", "studio", "simplify", "export", "hello"]
     front.main(["hello", "a=1", "--x"])
     assert calls == [["a=1", "--x"]]
     with pytest.raises(SystemExit) as e:
         front.main(["hallo"])
     assert (
         e.value.code == 2
-        and "choose run, align, train, evaluate, studio, simplify, hello" in capsys.readouterr().err
+        and "choose run, align, train, evaluate, studio, simplify, export, hello" in capsys.readouterr().err
     )
 
 

@@ -313,3 +313,139 @@ def test_sigkill_half_way_then_the_same_command_writes_each_document_once(tiny_r
     assert ids == [r["id"] for r in records]
     # the whole records before the kill were kept and skipped (a line the kill cut short was written again)
     assert f"documents: {300 - first} ({first} skipped: already in --out)" in again.stdout, again.stdout
+
+
+@pytest.mark.e2e
+def test_export_loads_with_plain_transformers_and_decodes_as_simplify(tiny_run, tmp_path):
+    """multimsd export: a directory plain transformers loads; its generation_config and prompt give the greedy
+    outputs multimsd simplify gives on the run's test sentences; --adapter-only, --force, a foreign DIR."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from multimsd.alignment.segment import segment_document
+
+    out = tmp_path / "model"
+    proc = subprocess.run(
+        [sys.executable, "-m", "multimsd", "export", str(tiny_run), "--to", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    names = {p.name for p in out.iterdir()}
+    assert {"model.safetensors", "config.json", "tokenizer.json", "generation_config.json"} <= names
+    assert {"README.md", "multimsd_prompt.json", "multimsd_export.json"} <= names
+    assert "adapter_config.json" not in names  # merged into its base
+    card = (out / "README.md").read_text(encoding="utf-8")
+    assert card.startswith("---\nlanguage:\n- en\nlicense: null") and "base_model: tiny:llama" in card
+    assert "| en | " in card and " [" in card  # the run's test scores with their intervals
+
+    refs = tiny_run / "systems" / "finetuned_theta1" / "predictions" / "test" / "references.jsonl"
+    sentences = [json.loads(line)["complex"] for line in refs.read_text(encoding="utf-8").splitlines()]
+    sentences = [s for s in sentences if segment_document(s, "en") == [s]]
+    assert sentences
+    inp = write_jsonl(
+        tmp_path / "test.jsonl", [{"id": str(i), "lang": "en", "text": s} for i, s in enumerate(sentences)]
+    )
+    simplified = simplify_cli(tiny_run, inp, "--out", tmp_path / "s.jsonl", "--system", "finetuned_theta1")
+    assert simplified.returncode == 0, simplified.stderr[-3000:]
+    expected = [
+        json.loads(line)["sentences"][0]["output"]
+        for line in (tmp_path / "s.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
+
+    tokenizer = AutoTokenizer.from_pretrained(out)
+    model = AutoModelForCausalLM.from_pretrained(out).eval()
+    prompt = json.loads((out / "multimsd_prompt.json").read_text(encoding="utf-8"))
+    # the trained system as multimsd loads it (LoRA merged as the evaluation merges it), for its new tokens
+    from multimsd.simplify.run import load
+    from multimsd.simplify.source import resolve
+    from multimsd.training.decode import merged_lora
+    from multimsd.training.kinds import get_kind
+
+    source = resolve(str(tiny_run), "finetuned_theta1")
+    ours, _, _ = load(source)
+    settings = get_kind(source.config.model.kind).generation_settings(source.config)
+    got = []
+    for s in sentences:
+        turn = prompt["user_turn"].format(instruction=prompt["instructions"]["en"], sentence=s)
+        text = tokenizer.apply_chat_template(
+            [{"role": "user", "content": turn}], tokenize=False, add_generation_prompt=True
+        )
+        enc = tokenizer(text, return_tensors="pt", add_special_tokens=False)
+        n = enc["input_ids"].shape[1]
+        with torch.no_grad():
+            new = model.generate(**enc)[0, n:]  # generation_config.json's settings
+            with merged_lora(ours, True, restore=False):
+                mine = ours.generate(**enc, **settings, pad_token_id=tokenizer.pad_token_id)[0, n:]
+                # the same weights: the tiny model answers with newlines only, so compare next-token logits too
+                torch.testing.assert_close(model(**enc).logits, ours(**enc).logits, rtol=1e-5, atol=1e-5)
+        assert new.tolist() == mine.tolist()
+        got.append(" ".join(tokenizer.decode(new, skip_special_tokens=True).split()))
+    assert got == expected
+
+    adapter = tmp_path / "adapter"
+    proc = subprocess.run(
+        [sys.executable, "-m", "multimsd", "export", str(tiny_run), "--to", str(adapter), "--adapter-only"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (adapter / "adapter_config.json").is_file() and not (adapter / "model.safetensors").exists()
+
+    again = subprocess.run(
+        [sys.executable, "-m", "multimsd", "export", str(tiny_run), "--to", str(out)],
+        capture_output=True,
+        text=True,
+    )
+    assert again.returncode == 2 and again.stderr.strip().endswith("(or --force to replace an export)")
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep\n")
+    foreign = subprocess.run(
+        [sys.executable, "-m", "multimsd", "export", str(tiny_run), "--to", str(mine), "--force"],
+        capture_output=True,
+        text=True,
+    )
+    assert foreign.returncode == 2 and "not an export of multimsd" in foreign.stderr
+    assert [p.name for p in mine.iterdir()] == ["notes.txt"]
+
+
+# ------------------------------------------------------------------------------------------- export, unit
+def test_the_model_card_has_metadata_and_the_runs_scores_with_intervals():
+    from multimsd.training.hub import model_card
+    from multimsd.training.loop import to_train_config
+
+    cfg = to_train_config({"data": {"languages": ["en", "es"]}})
+    evaluation = {
+        "en": {
+            "sari": 40.0,
+            "bleu": 8.2,
+            "safety": 28.6,
+            "ci": {"sari": [38.0, 42.0], "safety": [0.0, 57.1]},
+        },
+        "es": {"sari": 35.5, "bleu": 7.0},
+    }
+    card = model_card(cfg, {"test": {"sari": 40.0, "bleu": 8.0}}, evaluation)
+    head = card.split("---")[1]
+    assert "language:\n- en\n- es\n" in head and "license: null" in head and "base_model: " in head
+    assert "datasets:\n- the multimsd bundled sample\n" in head and "metrics:\n- sari\n- bleu\n" in head
+    assert "| en | 40.00 [38.00, 42.00] | 8.20 | 28.60 [0.00, 57.10] |" in card
+    assert "| es | 35.50 | 7.00 |  |" in card
+    assert "| test | 40.00 | 8.00 |" in card and "| validation |" not in card  # no validation scores: no row
+    assert "multimsd_prompt.json" in card  # a chat model: how its prompt is built
+    assert "## Evaluation on the run's test split" not in model_card(cfg, {})
+
+
+def test_generation_settings_are_what_each_kind_decodes_with():
+    from multimsd.training.kinds import get_kind
+    from multimsd.training.loop import to_train_config
+
+    cfg = to_train_config({"eval": {"num_beams": 5, "max_new_tokens": 64}})
+    assert get_kind("causal").generation_settings(cfg) == {
+        "do_sample": False,
+        "num_beams": 5,
+        "max_new_tokens": 64,
+    }
+    assert get_kind("seq2seq").generation_settings(cfg) == {"num_beams": 5, "max_length": 64}

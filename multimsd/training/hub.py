@@ -34,12 +34,33 @@ def _quantization(cfg) -> str:
     return getattr(get_kind(cfg.model.kind).settings(cfg.model), "quantization", "none")
 
 
-def model_card(cfg, results: dict) -> str:
+def _evaluation_rows(evaluation: dict | None) -> list[str]:
+    """The card's rows of a run's evaluation on test: per language SARI, BLEU and the safety flags, each with
+    its 95 % bootstrap interval when the run computed one."""
+    rows = []
+    for lang, scores in (evaluation or {}).items():
+        ci = scores.get("ci") or {}
+
+        def cell(key: str, scores=scores, ci=ci) -> str:
+            if scores.get(key) is None:
+                return ""
+            lo_hi = ci.get(key)
+            return f"{scores[key]:.2f}" + (f" [{lo_hi[0]:.2f}, {lo_hi[1]:.2f}]" if lo_hi else "")
+
+        rows.append(f"| {lang} | {cell('sari')} | {cell('bleu')} | {cell('safety')} |")
+    return rows
+
+
+def model_card(cfg, results: dict, evaluation: dict | None = None) -> str:
+    """README.md of the model directory: YAML metadata (languages, base model, data, metrics; the license is
+    the user's to fill in) and the training's numbers; ``evaluation``: a run's test scores per language."""
     from omegaconf import OmegaConf
 
     after = results.get("after") or {}
     test = results.get("test") or {}
-    rows = [f"| validation | {after.get('sari', float('nan')):.2f} | {after.get('bleu', float('nan')):.2f} |"]
+    rows = []
+    if "sari" in after:  # the best epoch's validation scores (none when validation did not generate)
+        rows.append(f"| validation | {after['sari']:.2f} | {after.get('bleu', float('nan')):.2f} |")
     if test:
         rows.append(f"| test | {test.get('sari', float('nan')):.2f} | {test.get('bleu', float('nan')):.2f} |")
     langs = "\n".join(f"- {lang}" for lang in cfg.data.languages)
@@ -54,14 +75,31 @@ def model_card(cfg, results: dict) -> str:
                 f"; the adapter is merged into that base dequantized to {cfg.model.dtype} (the weights it was "
                 "trained against, not the original full-precision ones)"
             )
+    evaluated = _evaluation_rows(evaluation)
+    run_table = ""
+    if evaluated:
+        run_table = (
+            "\n## Evaluation on the run's test split\n\n"
+            "SARI and BLEU (higher is better) and safety flags (% of output sentences whose numbers, units or "
+            "negations differ from the source; lower is better), with 95 % bootstrap intervals.\n\n"
+            "| language | SARI | BLEU | safety flags % |\n|---|---:|---:|---:|\n"
+            + "\n".join(evaluated)
+            + "\n"
+        )
     return f"""---
 language:
 {langs}
+license: null  # the license of the base model and of the training data apply: fill it in
+base_model: {cfg.model.pretrained}
+datasets:
+- {cfg.data.path or "the multimsd bundled sample"}
+metrics:
+- sari
+- bleu
 tags:
 - medical
 - text-simplification
 - multimsd
-base_model: {cfg.model.pretrained}
 ---
 # {cfg.model.name} for medical text simplification
 
@@ -72,6 +110,10 @@ Fine-tuned with multimsd (MultiMSD recipe): {cfg.model.kind} model `{cfg.model.p
 | split | SARI | BLEU |
 |---|---:|---:|
 {chr(10).join(rows)}
+{run_table}
+## Decoding
+
+`generation_config.json` holds the settings the evaluation decoded with.{_decoding_note(cfg)}
 
 ## Training configuration
 
@@ -80,8 +122,62 @@ Fine-tuned with multimsd (MultiMSD recipe): {cfg.model.kind} model `{cfg.model.p
 """
 
 
-def prepare_upload(cfg, best_dir: Path, results: dict, target: Path) -> Path:
-    """Write what gets uploaded into ``target``: the model (merged if asked) or adapter, tokenizer, card."""
+def _decoding_note(cfg) -> str:
+    if cfg.model.kind == "seq2seq":
+        return (
+            " mBART-50 is given the language's code as the tokenizer's `src_lang` and as "
+            "`forced_bos_token_id` (e.g. `en_XX`), as the evaluation does."
+        )
+    if cfg.model.kind == "causal":
+        return (
+            f" Each sentence is one user turn of the tokenizer's chat template: the instruction of its language "
+            f"(`{PROMPT_FILE}`), a blank line, the sentence; the answer is the simplified sentence."
+        )
+    return ""
+
+
+def write_generation_config(cfg, target: Path) -> dict:
+    """``generation_config.json`` in ``target`` with the settings the evaluation decoded with (the kind's
+    :meth:`~multimsd.training.kinds.base.ModelKind.generation_settings`) over those the model saved."""
+    from transformers import GenerationConfig
+
+    from multimsd.training.kinds import get_kind
+
+    settings = get_kind(cfg.model.kind).generation_settings(cfg)
+    try:
+        config = GenerationConfig.from_pretrained(str(target))
+    except OSError:  # an adapter alone saves none
+        config = GenerationConfig()
+    config.update(**settings)
+    config.save_pretrained(str(target))
+    return settings
+
+
+PROMPT_FILE = "multimsd_prompt.json"
+
+
+def write_prompt(cfg, target: Path) -> bool:
+    """For a chat model: the instruction it was trained and evaluated with, per language, and how the user turn
+    is put together (``multimsd_prompt.json``); a seq2seq model takes the sentence as it is (False)."""
+    if cfg.model.kind != "causal":
+        return False
+    from multimsd.training.prompts import INSTRUCTIONS
+
+    prompt = {
+        "user_turn": "{instruction}\n\n{sentence}",
+        "instructions": {lang: INSTRUCTIONS[lang] for lang in cfg.data.languages if lang in INSTRUCTIONS},
+        "chat_template": "the tokenizer's (apply_chat_template with add_generation_prompt=True)",
+    }
+    (target / PROMPT_FILE).write_text(
+        json.dumps(prompt, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
+    return True
+
+
+def prepare_upload(cfg, best_dir: Path, results: dict, target: Path, evaluation: dict | None = None) -> Path:
+    """Write what gets uploaded into ``target``: the model (merged if asked) or adapter, tokenizer, the
+    evaluation's decoding settings (``generation_config.json``), the prompt of a chat model, the card.
+    ``evaluation``: the system's scores with their intervals from a run's ``results.json``, for the card."""
     import shutil
 
     if _lora(cfg) and cfg.hub.merge_lora:
@@ -102,7 +198,9 @@ def prepare_upload(cfg, best_dir: Path, results: dict, target: Path) -> Path:
                 shutil.copy2(f, target / f.name)
     else:
         shutil.copytree(best_dir, target, dirs_exist_ok=True)
-    (target / "README.md").write_text(model_card(cfg, results), encoding="utf-8")
+    write_generation_config(cfg, target)
+    write_prompt(cfg, target)
+    (target / "README.md").write_text(model_card(cfg, results, evaluation), encoding="utf-8")
     (target / "multimsd_results.json").write_text(
         json.dumps(results, indent=2, default=str) + "\n", encoding="utf-8"
     )

@@ -198,6 +198,15 @@ class ModelKind:
         """One output sentence per row, in order (``shots``: k-shot examples per language, mode=icl)."""
         raise NotImplementedError
 
+    def generation_settings(self, cfg) -> dict:
+        """The settings of ``generate`` the evaluation decodes with, as 🤗 ``GenerationConfig`` keys: what
+        :meth:`generate` passes, and what ``multimsd export`` writes into ``generation_config.json``."""
+        return {
+            "do_sample": False,
+            "num_beams": cfg.eval.num_beams,
+            "max_new_tokens": cfg.eval.max_new_tokens,
+        }
+
     def save_pretrained(self, model, tokenizer, path: Path, save_function: Callable) -> None:
         """Write the (unwrapped) model and its tokenizer into the directory ``path``."""
         model.save_pretrained(str(path), save_function=save_function)

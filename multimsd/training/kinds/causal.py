@@ -113,12 +113,7 @@ class CausalKind(TransformerKind):
         eos = eos_token_ids(model, tokenizer)
         if backend == "continuous":
             return continuous_batches(cfg, model, tokenizer, ids, eos)
-        gen_kw = {
-            "max_new_tokens": cfg.eval.max_new_tokens,
-            "do_sample": False,
-            "num_beams": cfg.eval.num_beams,
-            "pad_token_id": tokenizer.pad_token_id,
-        }
+        gen_kw = {**self.generation_settings(cfg), "pad_token_id": tokenizer.pad_token_id}
         if backend == "static":
             # A static KV cache: on CUDA, generate compiles the decoding step for it (torch.compile, CUDA
             # graphs). The first batch is the longest (length-sorted), so its cache length is kept for the rest.

@@ -61,6 +61,10 @@ class Seq2SeqKind(TransformerKind):
         labels = list(enc["labels"])
         return Tokenized(list(enc["input_ids"]), labels, novel_flags(labels, set(enc["input_ids"]), special))
 
+    def generation_settings(self, cfg) -> dict:
+        # max_length, as the paper's decoding: it counts the decoder's start token (</s> for mBART)
+        return {"num_beams": cfg.eval.num_beams, "max_length": cfg.eval.max_new_tokens}
+
     def generate(self, cfg, model, tokenizer, rows: list[dict], shots: dict) -> list[str]:
         out: dict[int, str] = {}
         by_lang = defaultdict(list)
@@ -85,12 +89,7 @@ class Seq2SeqKind(TransformerKind):
                 )
                 enc = {n: t.to(model.device) for n, t in enc.items()}
                 # mBART-50 must be forced to start with the target language code, or it may answer in another.
-                gen = model.generate(
-                    **enc,
-                    num_beams=cfg.eval.num_beams,
-                    max_length=cfg.eval.max_new_tokens,
-                    forced_bos_token_id=code_id,
-                )
+                gen = model.generate(**enc, **self.generation_settings(cfg), forced_bos_token_id=code_id)
                 texts = tokenizer.batch_decode(gen, skip_special_tokens=True)
                 # max_length counts the decoder's start token (position 0, which is </s> for mBART)
                 cut = cut_at_cap(gen[:, 1:], eos, cfg.eval.max_new_tokens - 1, forces_end(model))

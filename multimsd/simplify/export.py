@@ -1,0 +1,141 @@
+"""``multimsd export MODEL --to DIR [--system NAME] [--adapter-only]``: a trained system as a standard 🤗 model
+directory.
+
+MODEL is what ``multimsd simplify`` takes (:mod:`multimsd.simplify.source`): a run directory (its best system
+with a model, or ``--system NAME``) or a training output directory. DIR gets what plain ``transformers``
+loads (``AutoModelFor….from_pretrained(DIR)``) and what vLLM, TGI and llama.cpp's converter read:
+
+* the weights as safetensors: a LoRA adapter merged into its base (a QLoRA base dequantized first: the weights
+  the adapter was trained against), or with ``--adapter-only`` the adapter alone (``adapter_config.json``,
+  for peft), its base named in it;
+* the tokenizer;
+* ``generation_config.json``: the settings the evaluation decoded with (the model kind's
+  ``generation_settings``: beams, the length cap);
+* for a chat model, ``multimsd_prompt.json``: the instruction per language and how the user turn is built;
+* ``README.md``, a model card: YAML metadata (languages, base model, data, metrics; ``license`` left to you),
+  the training's scores and, from a run, the test scores per language with their bootstrap intervals.
+
+The directory is written aside and renamed into place (:func:`multimsd.fsutil.atomic_directory`): an
+interrupted export leaves nothing, and DIR must not exist yet, or be an earlier export (``--force``).
+``hub.push`` of a training uploads the same files (:func:`multimsd.training.hub.prepare_upload`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+log = logging.getLogger("multimsd.export")
+
+USAGE = """\
+usage: multimsd export MODEL --to DIR [--system NAME] [--adapter-only] [--force]
+
+Writes a trained system as a standard 🤗 model directory: safetensors weights (a LoRA adapter merged into its
+base), tokenizer, generation_config.json with the evaluation's decoding settings, the prompt of a chat model
+(multimsd_prompt.json) and a model card (README.md) with the run's scores and their intervals.
+
+  MODEL           a `multimsd run` directory (its best system with a model, as `multimsd simplify` picks it)
+                  or a `multimsd train` output directory (train_config.json and best/)
+  --to DIR        the directory written; it must not exist (or be an earlier export, with --force)
+  --system NAME   this system of the run instead of the best
+  --adapter-only  a LoRA system's adapter alone (for peft), not merged into its base
+  --force         replace DIR when it is an earlier export
+
+Example:
+  multimsd export outputs/run --to simplifier
+  python -c "from transformers import pipeline; print(pipeline('text-generation', 'simplifier'))"
+Errors print one line and exit with status 2; nothing is written then.
+"""
+MARKER = "multimsd_export.json"  # what an earlier export holds: --force replaces only such a directory
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        print(f"error: multimsd export: {message} (multimsd export --help)", file=sys.stderr)
+        sys.exit(2)
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    p = _Parser(prog="multimsd export", add_help=False)
+    p.add_argument("model")
+    p.add_argument("--to", required=True)
+    p.add_argument("--system")
+    p.add_argument("--adapter-only", action="store_true")
+    p.add_argument("--force", action="store_true")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``multimsd export …`` (``argv``: the arguments after ``export``)."""
+    from multimsd import interrupts
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    with interrupts.installed(), interrupts.guard():
+        if not argv or "-h" in argv or "--help" in argv:
+            print(USAGE)
+            return
+        args = parse(argv)
+        from multimsd.commands.stage import run_stage
+
+        logging.basicConfig(
+            level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", datefmt="%H:%M:%S"
+        )
+        run_stage(lambda _cfg: export(args.model, args.to, args.system, args.adapter_only, args.force), None)
+
+
+def check_target(to: Path, force: bool) -> None:
+    from multimsd.errors import MultimsdError
+
+    if to.exists() and not (to.is_dir() and not any(to.iterdir())):
+        if not force:
+            raise MultimsdError(f"--to {to}: exists; name a new directory (or --force to replace an export)")
+        if not (to / MARKER).is_file():
+            raise MultimsdError(f"--to {to}: exists and is not an export of multimsd; it is left as it is")
+
+
+def run_scores(model: Path, system: str) -> dict | None:
+    """The system's test scores per language (with ``ci``) from a run's ``results.json``; None elsewhere."""
+    results = model / "results.json"
+    if not results.is_file():
+        return None
+    systems = json.loads(results.read_text(encoding="utf-8")).get("systems") or {}
+    return systems.get(system)
+
+
+def export(
+    model: str, to: str, system: str | None = None, adapter_only: bool = False, force: bool = False
+) -> Path:
+    """Write the system of ``model`` into ``to`` (see the module's docstring); returns ``to``."""
+    from multimsd import interrupts
+    from multimsd.errors import MultimsdError
+    from multimsd.fsutil import atomic_directory
+    from multimsd.simplify.source import resolve
+    from multimsd.training.hub import _lora, prepare_upload
+
+    target = Path(to).expanduser().resolve()
+    check_target(target, force)
+    source = resolve(model, system)
+    cfg = source.config
+    if source.weights is None:
+        raise MultimsdError(
+            f"system {source.system}: prompted 0-shot, no trained weights; its model is {cfg.model.pretrained}"
+        )
+    if cfg.model.kind == "lstm":
+        raise MultimsdError(f"system {source.system}: the legacy LSTM is not a 🤗 transformers model")
+    if adapter_only and not _lora(cfg):
+        raise MultimsdError(f"--adapter-only: system {source.system} has no LoRA adapter (fully fine-tuned)")
+    train_results = source.weights.parent / "all_results.json"
+    results = json.loads(train_results.read_text(encoding="utf-8")) if train_results.is_file() else {}
+    cfg.hub.merge_lora = not adapter_only
+    scores = run_scores(Path(model).expanduser().resolve(), source.system)
+    with interrupts.note(state=f"nothing written to {target}"), atomic_directory(target) as tmp:
+        prepare_upload(cfg, source.weights, results, tmp, scores)
+        (tmp / "multimsd_results.json").unlink(missing_ok=True)  # the card has the numbers; this is ours
+        record = {"system": source.system, "source": str(source.path), "merged": not adapter_only}
+        (tmp / MARKER).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    print(f"exported {source.system} to {target}")
+    return target
