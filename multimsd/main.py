@@ -99,13 +99,23 @@ def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     # Ctrl-C / SIGTERM anywhere (a command's start-up included): one ``interrupted …`` line, exit 130 / 143
     with interrupts.installed(), interrupts.guard():
-        if not argv or argv[0] in ("-h", "--help", "help"):
-            print(usage())
-            return
-        if argv[0] not in NAMES:
-            print(f"error: unknown command {argv[0]!r} (choose {', '.join(NAMES)})", file=sys.stderr)
-            sys.exit(2)
-        command(argv[0])(argv[1:])
+        try:
+            dispatch(argv)
+        except BrokenPipeError:  # `multimsd simplify --help | head`: the reader left; no traceback
+            import os
+
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's flush at exit too
+            sys.exit(141)  # 128 + SIGPIPE, as a shell reports it
+
+
+def dispatch(argv: list[str]) -> None:
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(usage())
+        return
+    if argv[0] not in NAMES:
+        print(f"error: unknown command {argv[0]!r} (choose {', '.join(NAMES)})", file=sys.stderr)
+        sys.exit(2)
+    command(argv[0])(argv[1:])
 
 
 if __name__ == "__main__":

@@ -65,6 +65,22 @@ def test_a_command_is_one_registration(monkeypatch, capsys):
 
 
 @pytest.mark.integration
+@pytest.mark.parametrize("command", ["", "studio", "simplify", "export"])
+def test_help_into_a_closed_pipe_is_no_traceback(command):
+    proc = subprocess.run(
+        [
+            "bash",
+            "-c",
+            f'"{sys.executable}" -m multimsd {command} --help | true',
+        ],  # the reader is gone before it writes
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr[-2000:]
+
+
+@pytest.mark.integration
 def test_commands_and_an_unknown_one(tmp_path):
     out = multimsd("--help", cwd=tmp_path)
     assert out.returncode == 0 and all(c in out.stdout for c in ("run", "align", "train", "evaluate"))

@@ -126,6 +126,8 @@ def test_commands_help(user):
         assert f"multimsd {command}" in out
         assert not re.search(r"python (align|train|evaluate)\.py|launch train\.py", out), command
     assert "output.dir=PATH" in out  # run's keys
+    for command in ("studio", "simplify", "export"):  # argparse commands: their usage line
+        assert sh(["multimsd", command, "--help"], work, env).stdout.startswith(f"usage: multimsd {command} ")
     assert not any(work.iterdir())  # help writes nothing
 
 
