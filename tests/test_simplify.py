@@ -233,8 +233,10 @@ def test_simplify_a_tiny_run(tiny_run, tmp_path):
         tmp_path / "in.jsonl", [{"id": k, "lang": lang, "text": t} for k, (lang, t) in texts.items()]
     )
     out = tmp_path / "out.jsonl"
-    proc = simplify_cli(tiny_run, inp, "--out", out, "eval.max_new_tokens=4")
+    proc = simplify_cli(tiny_run, inp, "--out", out, "eval.max_new_tokens=4", "--format", "html")
     assert proc.returncode == 0, proc.stderr[-3000:]
+    view = out.with_suffix(".html").read_text(encoding="utf-8")
+    assert all(f"<h2>{k} ({lang})</h2>" in view for k, (lang, _) in texts.items())
     assert "system: finetuned_theta1" in proc.stderr  # the sweep's selection; copy is skipped
     assert "documents: 3" in proc.stdout and "sentences: 6" in proc.stdout
     records = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
@@ -449,3 +451,54 @@ def test_generation_settings_are_what_each_kind_decodes_with():
         "max_new_tokens": 64,
     }
     assert get_kind("seq2seq").generation_settings(cfg) == {"num_beams": 5, "max_length": 64}
+
+
+# ------------------------------------------------------------------------------------------- the view
+def test_the_view_marks_novel_words_terms_and_flags(tmp_path):
+    from multimsd.simplify.view import write_view
+
+    rec = {
+        "id": "leaflet-1",
+        "lang": "en",
+        "text": "",
+        "sentences": [
+            {
+                "source": "Asthma needs 5 mg daily.",
+                "output": "Asthma needs 6 mg every day.",
+                "flags": ["numbers: x"],
+            },
+            {"source": "Keep it cold.", "output": "Keep it cold.", "flags": []},
+        ],
+        "flagged": 1,
+        "system": "s",
+        "model": "m",
+    }
+    out = write_jsonl(tmp_path / "out.jsonl", [rec])
+    html = write_view(out, "html").read_text(encoding="utf-8")
+    assert html.count('<mark class="term">Asthma</mark>') == 2  # source and output
+    for word in ("6", "every", "day"):  # not in the source
+        assert f'<mark class="novel">{word}</mark>' in html
+    assert '<mark class="novel">needs</mark>' not in html and '<mark class="novel">cold</mark>' not in html
+    assert html.count('<td class="flag">') == 2  # the flagged output and its reasons, not the second row
+    assert "1 document(s), 2 sentence(s), 1 flagged" in html and "<h2>leaflet-1 (en)</h2>" in html
+    md = write_view(out, "md").read_text(encoding="utf-8")
+    assert (
+        "| _Asthma_ needs 5 mg daily. | ⚠ _Asthma_ needs **6** mg **every** **day**. | ⚠ numbers: x |" in md
+    )
+    none = write_view(out, "html", use_terms=False).read_text(encoding="utf-8")
+    assert 'class="term"' not in none and 'class="novel"' in none
+
+
+def test_the_terms_check_flags_a_dropped_term_and_none_turns_it_off(tmp_path):
+    from multimsd.simplify.cli import dictionaries
+    from multimsd.simplify.documents import Document
+    from multimsd.simplify.run import record
+
+    terms = dictionaries(None)  # the bundled sample lists, as the evaluation's default
+    doc = Document("d", "en", "x")
+    src = Source("s", None, None, tmp_path)
+    rec = record(doc, ["Asthma is a chronic disease."], ["It is a long illness."], src, terms("en"))
+    assert rec["sentences"][0]["flags"] == ["terms: medical term 'asthma' of the source is not in the output"]
+    assert record(doc, ["Asthma is a chronic disease."], ["It is a long illness."], src)["flagged"] == 0
+    kept = record(doc, ["Asthma is a chronic disease."], ["Asthma is a long illness."], src, terms("en"))
+    assert kept["flagged"] == 0

@@ -25,7 +25,6 @@ others with its flags (``flagged``) and is never the best; ties are broken by sy
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from multimsd.config import EvaluateConfig
@@ -72,23 +71,9 @@ def included_metrics(cfg: EvaluateConfig) -> list[Metric]:
 # ---------------------------------------------------------------------------------------------- per language
 def term_dictionary(lang: str, cfg: EvaluateConfig):
     """(TermDictionary, its path) for ``lang``, or (None, None) when ``terms.dir`` has no file for it."""
-    from multimsd.metrics.terms import TermDictionary, load_terms, sample_dictionary, sample_dictionary_path
+    from multimsd.metrics.terms import dictionary_for
 
-    if cfg.terms.dir is None:
-        try:
-            path = sample_dictionary_path(lang)
-        except MultimsdError:
-            return None, None
-        return sample_dictionary(lang), path
-    d = Path(cfg.terms.dir).expanduser()
-    if not d.is_dir():
-        raise MultimsdError(f"terms.dir not found (or not a directory): {d}")
-    exts = (".txt", ".xml", ".bin", ".csv", ".tsv")
-    files = sorted(f for f in d.iterdir() if f.is_file() and f.name.startswith(lang + "."))
-    files = [f for f in files if f.name.removesuffix(".gz")[len(lang) :] in exts]
-    if not files:
-        return None, None
-    return TermDictionary(load_terms(files[0]), lang), files[0]
+    return dictionary_for(lang, cfg.terms.dir, what="terms.dir")
 
 
 def evaluate_language(

@@ -518,3 +518,34 @@ def sample_dictionary_path(lang: str) -> Path:
 def sample_dictionary(lang: str, *, tokenizer: str = "default") -> TermDictionary:
     """The small demo dictionary bundled for ``lang`` (written for multimsd; not MeSH / J-MeDic)."""
     return TermDictionary(read_term_list(sample_dictionary_path(lang)), lang, tokenizer=tokenizer)
+
+
+TERM_FILE_TYPES = (".txt", ".xml", ".bin", ".csv", ".tsv")  # each may be gzipped (.gz)
+
+
+def dictionary_for(
+    lang: str, terms_dir: str | Path | None = None, what: str = "terms directory"
+) -> tuple[TermDictionary | None, Path | None]:
+    """(the term dictionary of ``lang``, its file): the first ``<lang>.<type>[.gz]`` file of ``terms_dir``
+    (:data:`TERM_FILE_TYPES`, read by :func:`load_terms`), or without a directory the bundled sample list;
+    (None, None) when there is none for the language. The evaluation, the studio and ``multimsd simplify``
+    all find their dictionaries here."""
+    if terms_dir is None:
+        try:
+            path = sample_dictionary_path(lang)
+        except MultimsdError:
+            return None, None
+        return sample_dictionary(lang), path
+    d = Path(terms_dir).expanduser()
+    if not d.is_dir():
+        raise MultimsdError(f"{what} not found (or not a directory): {d}")
+    files = sorted(
+        f
+        for f in d.iterdir()
+        if f.is_file()
+        and f.name.startswith(lang + ".")
+        and f.name.removesuffix(".gz")[len(lang) :] in TERM_FILE_TYPES
+    )
+    if not files:
+        return None, None
+    return TermDictionary(load_terms(files[0]), lang), files[0]

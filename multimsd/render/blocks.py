@@ -14,12 +14,32 @@ from multimsd.metrics.best import best, order
 
 @dataclass
 class Cell:
-    """One table cell: ``text`` as shown; ``ci`` an optional interval shown after it; ``num`` right-aligns it."""
+    """One table cell: ``text`` as shown; ``ci`` an optional interval shown after it; ``num`` right-aligns it;
+    ``marks``: spans ``(start, end, kind)`` of ``text`` to mark (``novel`` words, medical ``term``s); ``flag``:
+    the cell shows something that failed a check (a safety flag)."""
 
     text: str
     num: bool = False
     bold: bool = False
     ci: str | None = None
+    marks: tuple[tuple[int, int, str], ...] = ()
+    flag: bool = False
+
+
+def marked_pieces(text: str, marks) -> list[tuple[str, str | None]]:
+    """``text`` cut into ``(piece, kind or None)`` by its marks: spans that overlap an earlier (or, at the same
+    start, a longer) one are dropped, so every character is in at most one mark."""
+    pieces, at = [], 0
+    for start, end, kind in sorted(marks, key=lambda m: (m[0], -m[1])):
+        if start < at or not 0 <= start < end <= len(text):
+            continue
+        if start > at:
+            pieces.append((text[at:start], None))
+        pieces.append((text[start:end], kind))
+        at = end
+    if at < len(text) or not pieces:
+        pieces.append((text[at:], None))
+    return pieces
 
 
 @dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from html import escape
 
-from multimsd.render.blocks import Cell, Chart, Paragraph, Preformatted, Section, Table
+from multimsd.render.blocks import Cell, Chart, Paragraph, Preformatted, Section, Table, marked_pieces
 
 CSS = """
 :root { color-scheme: light; }
@@ -42,16 +42,26 @@ details.fold { margin: 6px 0; }
 details.fold > summary { cursor: pointer; font-weight: 600; color: #394249; padding: 4px 0; }
 details pre { background: #f5f7f9; padding: 10px; overflow-x: auto; font-size: 0.85em; }
 footer { margin-top: 40px; color: #6b7680; font-size: 0.85em; }
+mark.novel { background: #fff1a8; }
+mark.term { background: #d6ecff; }
+td.flag { background: #fde8e8; border-left: 3px solid #c62828; }
 """
 
 
 def _cell(c: Cell, tag: str = "td") -> str:
-    text = escape(c.text)
+    if c.marks:
+        text = "".join(
+            escape(t) if kind is None else f'<mark class="{escape(kind)}">{escape(t)}</mark>'
+            for t, kind in marked_pieces(c.text, c.marks)
+        )
+    else:
+        text = escape(c.text)
     if c.bold:
         text = f"<b>{text}</b>"
     if c.ci:
         text += f'<span class="ci">{escape(c.ci)}</span>'
-    cls = ' class="num"' if c.num else ""
+    classes = [name for name, on in (("num", c.num), ("flag", c.flag)) if on]
+    cls = f' class="{" ".join(classes)}"' if classes else ""
     return f"<{tag}{cls}>{text}</{tag}>"
 
 

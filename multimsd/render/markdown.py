@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from multimsd.render.blocks import Cell, Chart, Paragraph, Preformatted, Section, Table
+from multimsd.render.blocks import Cell, Chart, Paragraph, Preformatted, Section, Table, marked_pieces
 
 
 def _text(s: str) -> str:
@@ -16,8 +16,22 @@ def _text(s: str) -> str:
     return re.sub(r"([\\|<>])", r"\\\1", s)
 
 
+MARKS = {"novel": "**", "term": "_"}  # how Markdown marks a span of each kind (HTML: <mark class=kind>)
+
+
 def _cell(c: Cell) -> str:
-    t = _text(c.text)
+    if c.marks:  # each piece escaped apart, its mark around it, then the whitespace made one line
+        pieces = []
+        for text, kind in marked_pieces(c.text, c.marks):
+            piece = re.sub(r"([\\|<>*_])", r"\\\1", text)
+            pieces.append(
+                f"{MARKS.get(kind, '')}{piece}{MARKS.get(kind, '')}" if kind and text.strip() else piece
+            )
+        t = " ".join("".join(pieces).split())
+    else:
+        t = _text(c.text)
+    if c.flag and t:
+        t = f"⚠ {t}"
     if c.bold and t:
         t = f"**{t}**"
     if c.ci:

@@ -15,11 +15,12 @@ import sys
 from typing import NoReturn
 
 USAGE = """\
-usage: multimsd simplify MODEL INPUT --out OUT [--system NAME] [--lang LANG] [eval.KEY=VALUE ...]
+usage: multimsd simplify MODEL INPUT --out OUT [--system NAME] [--lang LANG] [--terms DIR|none]
+                         [--format md|html] [eval.KEY=VALUE ...]
 
 Simplifies documents with a trained system: each document is cut into sentences (the alignment's segmenter),
 each sentence rewritten with the evaluation's decoding and checked by the safety checks (numbers, negation:
-the `safety` metric's), and one JSON record per document appended to OUT:
+the `safety` metric's; the source's medical terms), and one JSON record per document appended to OUT:
   {"id", "lang", "text": the simplified document, "sentences": [{"source", "output", "flags": [...]}],
    "flagged": flagged sentences, "system": NAME, "model": PATH}
 
@@ -32,6 +33,10 @@ the `safety` metric's), and one JSON record per document appended to OUT:
                  when OUT exists the documents already in it are skipped: a killed run continues
   --system NAME  this system of the run instead of the best (run.json lists them)
   --lang LANG    the language of a document that names none (de en es fr it ja pt ru zh)
+  --terms DIR    the medical term lists the checks use, <lang>.txt|xml|bin|csv|tsv[.gz] (the evaluation's
+                 terms.dir); default: the bundled sample lists; none: no term check
+  --format FMT   also write OUT's documents side by side as OUT.md or OUT.html: novel words and terms
+                 marked, flagged sentences highlighted with their reasons
   eval.KEY=VALUE the decoding's settings over the system's (eval.num_beams=4, eval.max_new_tokens=128,
                  eval.max_batch_tokens=16384); other keys are refused
 
@@ -55,6 +60,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--out", required=True)
     p.add_argument("--system")
     p.add_argument("--lang")
+    p.add_argument("--terms")
+    p.add_argument("--format", choices=("md", "html"))
     return p.parse_intermixed_args(argv)
 
 
@@ -89,12 +96,30 @@ def go(args: argparse.Namespace):
         raise MultimsdError(f"--out {out}: a directory; name a file (e.g. {out / 'simplified.jsonl'})")
     if args.input != "-" and out.resolve() == Path(args.input).expanduser().resolve():
         raise MultimsdError(f"--out {out}: that is INPUT")
+    terms_dir = None if args.terms in (None, "none") else args.terms
+    if terms_dir is not None and not Path(terms_dir).expanduser().is_dir():
+        raise MultimsdError(f"--terms {terms_dir}: not a directory")
+    terms = None if args.terms == "none" else dictionaries(terms_dir)
     with Input(args.input, args.lang) as inp:
         ids = inp.check()  # every record read and checked before the model is loaded
         source = resolve(args.model, args.system, args.overrides)
-        t = simplify(source, inp, out, ids)
-    print("\n".join(summary_lines(t, out)))
+        t = simplify(source, inp, out, ids, terms=terms)
+    lines = summary_lines(t, out)
+    if args.format and out.exists():
+        from multimsd.simplify.view import write_view
+
+        lines.append(f"view: {write_view(out, args.format, terms_dir, terms is not None)}")
+    print("\n".join(lines))
     return t
+
+
+def dictionaries(terms_dir: str | None):
+    """``lang -> TermDictionary or None``, each language's loaded once (the evaluation's lookup)."""
+    import functools
+
+    from multimsd.metrics.terms import dictionary_for
+
+    return functools.cache(lambda lang: dictionary_for(lang, terms_dir, what="--terms")[0])
 
 
 def summary_lines(t, out) -> list[str]:

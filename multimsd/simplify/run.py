@@ -141,8 +141,9 @@ def batches(docs: Iterator[Document], skip: set[str], n: int) -> Iterator[list[D
         yield batch
 
 
-def record(doc: Document, sentences: list[str], outputs: list[str], source: Source) -> dict:
-    """OUT's record of one document; per sentence the safety checks' reasons (numbers, negation)."""
+def record(doc: Document, sentences: list[str], outputs: list[str], source: Source, terms=None) -> dict:
+    """OUT's record of one document; per sentence the safety checks' reasons (numbers, negation, and the
+    source's medical terms when ``terms``, the language's dictionary, is given)."""
     from multimsd.metrics.safety import check_sentence
 
     rows = []
@@ -150,7 +151,7 @@ def record(doc: Document, sentences: list[str], outputs: list[str], source: Sour
         row = {
             "source": s,
             "output": str(o),
-            "flags": [f"{f.check}: {f.reason}" for f in check_sentence(s, o, doc.lang)],
+            "flags": [f"{f.check}: {f.reason}" for f in check_sentence(s, o, doc.lang, terms)],
         }
         if getattr(o, "cut", None):  # generation stopped at eval.max_new_tokens, not at an end token
             row["cut"] = True
@@ -192,9 +193,10 @@ def load(source: Source):
 
 
 def simplify(
-    source: Source, inp: Input, out: Path, ids: set[str], docs_per_call: int = DOCS_PER_CALL
+    source: Source, inp: Input, out: Path, ids: set[str], docs_per_call: int = DOCS_PER_CALL, terms=None
 ) -> Totals:
-    """Simplify every document of ``inp`` not yet in ``out`` (``ids``: those of ``inp``, :meth:`Input.check`)."""
+    """Simplify every document of ``inp`` not yet in ``out`` (``ids``: those of ``inp``, :meth:`Input.check`);
+    ``terms(lang)``: the dictionary whose terms the checks look for (None: no term check)."""
     from multimsd.alignment.segment import segment_document
     from multimsd.training.predict import generate
 
@@ -228,7 +230,9 @@ def simplify(
                     )
                     k = 0
                     for d, ss in zip(batch, sentences):
-                        rec = record(d, ss, outputs[k : k + len(ss)], source)
+                        rec = record(
+                            d, ss, outputs[k : k + len(ss)], source, terms(d.lang) if terms else None
+                        )
                         k += len(ss)
                         writer.write(rec)
                         t.documents += 1

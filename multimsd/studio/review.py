@@ -137,24 +137,14 @@ class Highlighter:
 
     def dictionary(self, lang: str):
         if lang not in self._dicts:
-            from multimsd.metrics.terms import TermDictionary, load_terms, sample_dictionary
+            from multimsd.metrics.terms import dictionary_for
 
             d = None
-            try:
-                if not self.terms_on:
+            if self.terms_on:
+                try:
+                    d, _ = dictionary_for(lang, self.terms_dir)
+                except MultimsdError:  # no dictionary for the language: no term highlighting
                     d = None
-                elif self.terms_dir is None:
-                    d = sample_dictionary(lang)
-                else:
-                    exts = (".txt", ".xml", ".bin", ".csv", ".tsv")
-                    files = sorted(
-                        f
-                        for f in Path(self.terms_dir).expanduser().glob(f"{lang}.*")
-                        if f.is_file() and f.name.removesuffix(".gz")[len(lang) :] in exts
-                    )
-                    d = TermDictionary(load_terms(files[0]), lang) if files else None
-            except MultimsdError:  # no dictionary for the language: no term highlighting
-                d = None
             self._dicts[lang] = d
         return self._dicts[lang]
 
