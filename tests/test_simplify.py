@@ -111,11 +111,26 @@ def test_usage_errors_are_one_line(capsys):
 
 
 # ------------------------------------------------------------------------------------------- MODEL
-def test_model_that_is_neither_a_run_nor_a_training_dir(tmp_path):
+def test_model_that_is_neither_a_run_nor_a_training_dir_nor_a_model(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(MultimsdError, match="no such directory"):
         resolve(str(tmp_path / "none"))
-    with pytest.raises(MultimsdError, match="neither a run directory"):
-        resolve(str(tmp_path))
+    with pytest.raises(MultimsdError, match="not a run directory .* nor a model that can be loaded here"):
+        resolve(str(tmp_path))  # an empty directory
+    with pytest.raises(MultimsdError, match="nor a model that can be loaded here"):
+        resolve("no-such-org/no-such-model")  # not in the cache, the Hub off
+    with pytest.raises(MultimsdError, match="--system x: MODEL tiny:llama is not a run directory"):
+        resolve("tiny:llama", "x")
+
+
+@pytest.mark.integration
+def test_a_plain_model_is_prompted_zero_shot_like_a_runs_zero_shot_system():
+    source = resolve("tiny:llama", overrides=["eval.max_new_tokens=7"])
+    cfg = source.config
+    assert source.system == "tiny:llama" and source.weights is None
+    assert (cfg.model.kind, cfg.model.pretrained, cfg.model.lora.enabled) == ("causal", "tiny:llama", False)
+    assert (cfg.mode, cfg.icl.shots, cfg.eval.max_new_tokens) == ("icl", 0, 7)
+    assert resolve("tiny:mbart").config.model.kind == "seq2seq"  # an encoder-decoder: the sentence as it is
 
 
 def test_a_run_with_no_model_and_an_unknown_system(tmp_path):
@@ -162,14 +177,22 @@ def test_a_cut_last_line_is_removed_and_its_document_done_again(tmp_path, monkey
     import multimsd.simplify.run as run_mod
     import multimsd.training.predict as predict
 
-    monkeypatch.setattr(run_mod, "load", lambda source: (None, None, None))
+    def words(text, add_special_tokens=False):  # a tokenizer: a token a word
+        return {"input_ids": text.split()}
+
+    monkeypatch.setattr(run_mod, "load", lambda source: (None, words, None))
     monkeypatch.setattr(
         predict, "generate", lambda cfg, m, t, rows, acc, final=False: [r["complex"] for r in rows]
     )
     source = Source("s", None, None, tmp_path)
     with Input(str(inp_path)) as inp:
         t = simplify(source, inp, out, inp.check(), docs_per_call=1)
-    assert (t.documents, t.skipped, t.sentences) == (2, 2, 4)
+    assert (t.documents, t.skipped, t.sentences, t.tokens) == (
+        2,
+        2,
+        4,
+        12,
+    )  # 2 x "Take k mg." "Do not drive."
     ids = [json.loads(line)["id"] for line in out.read_text(encoding="utf-8").splitlines()]
     assert ids == ["d0", "d1", "d2", "d3"]
     last = json.loads(out.read_text(encoding="utf-8").splitlines()[-1])
@@ -192,9 +215,11 @@ def test_a_whole_last_record_without_its_newline_is_kept(tmp_path):
 
 
 def test_summary_lines():
-    lines = cli.summary_lines(Totals(documents=2, sentences=4, flagged=1, skipped=3, seconds=2.0), "o.jsonl")
+    totals = Totals(documents=2, sentences=4, flagged=1, skipped=3, seconds=2.0, tokens=50)
+    lines = cli.summary_lines(totals, "o.jsonl")
     assert lines[0] == "documents: 2 (3 skipped: already in --out)"
-    assert lines[1] == "sentences: 4, flagged: 1 (25.0 %)" and "2.00 sentences/s" in lines[2]
+    assert lines[1] == "sentences: 4, flagged: 1 (25.0 %)"
+    assert lines[2] == "speed: 25.0 output tokens/s, 2.00 sentences/s, 2.0 s"
 
 
 # ------------------------------------------------------------------------------------------- end to end
@@ -258,6 +283,11 @@ def test_simplify_a_tiny_run(tiny_run, tmp_path):
         json.loads((tmp_path / "zero.jsonl").read_text(encoding="utf-8").splitlines()[0])["system"]
         == "zero_shot"
     )
+
+    plain = simplify_cli("tiny:llama", inp, "--out", tmp_path / "plain.jsonl", "eval.max_new_tokens=4")
+    assert plain.returncode == 0, plain.stderr[-3000:]
+    lines = (tmp_path / "plain.jsonl").read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line)["system"] for line in lines] == ["tiny:llama"] * 3
 
     bad = simplify_cli(tiny_run, inp, "--out", tmp_path / "x.jsonl", "--system", "nope")
     assert bad.returncode == 2 and bad.stderr.strip().splitlines()[-1].startswith("error: --system nope")

@@ -26,7 +26,8 @@ the `safety` metric's; the source's medical terms), and one JSON record per docu
 
   MODEL          a `multimsd run` directory: its best system that has a model, by the evaluation's ranking
                  (copy baselines skipped; of a sweep, the system selected on validation); or a
-                 `multimsd train` output directory (train_config.json and best/)
+                 `multimsd train` output directory (train_config.json and best/); or a model (a 🤗 model
+                 directory, a Hub id, offline:smollm2) prompted 0-shot with the project's instruction
   INPUT          FILE.txt (one document, id = FILE), FILE.jsonl (one {"id", "lang", "text"} a line;
                  "complex" for "text" works too) or - (stdin: JSONL if it starts with {, else one document)
   --out OUT      the JSONL written, a record per document, each written whole (flushed, fsynced);
@@ -125,7 +126,11 @@ def dictionaries(terms_dir: str | None):
 def summary_lines(t, out) -> list[str]:
     """What the command prints at the end."""
     share = f" ({100 * t.flagged / t.sentences:.1f} %)" if t.sentences else ""
-    speed = f"{t.sentences / t.seconds:.2f} sentences/s, " if t.seconds else ""
+    speed = (
+        f"{t.tokens / t.seconds:.1f} output tokens/s, {t.sentences / t.seconds:.2f} sentences/s, "
+        if t.seconds
+        else ""
+    )
     return [
         f"documents: {t.documents}" + (f" ({t.skipped} skipped: already in --out)" if t.skipped else ""),
         f"sentences: {t.sentences}, flagged: {t.flagged}{share}",

@@ -46,6 +46,7 @@ class Totals:
     flagged: int = 0
     skipped: int = 0
     seconds: float = 0.0
+    tokens: int = 0  # of the outputs, as the model's tokenizer counts them
 
 
 # ------------------------------------------------------------------------------------------- OUT
@@ -227,6 +228,9 @@ def simplify(
                         generate(source.config, model, tokenizer, rows, accelerator, final=True)
                         if rows
                         else []
+                    )
+                    t.tokens += sum(
+                        len(tokenizer(str(o), add_special_tokens=False)["input_ids"]) for o in outputs
                     )
                     k = 0
                     for d, ss in zip(batch, sentences):

@@ -14,7 +14,9 @@ MODEL is
   optimiser settings over :class:`~multimsd.training.config.TrainConfig`'s defaults (its ``eval.*`` are the
   defaults: ``train_config.json`` does not record them).
 
-A plain model id or path (0-shot) is not taken yet. ``key=value`` overrides (``eval.*`` only) are merged into
+* a plain model, prompted 0-shot with the project's instruction (:func:`zero_shot_config`).
+
+``key=value`` overrides (``eval.*`` only) are merged into
 the config, OmegaConf's dotlist rules.
 """
 
@@ -52,8 +54,6 @@ def resolve(model: str, system: str | None = None, overrides: list[str] | None =
     """MODEL (a run directory or a training output directory) → its :class:`Source`; one error line when it
     is neither, has no system with a model, or ``system`` is not one of its systems."""
     path = Path(model).expanduser().resolve()
-    if not path.exists():
-        raise MultimsdError(f"MODEL {model}: no such directory")
     if path.is_dir() and (path / RUN_MARKER).is_file():
         name, cfg, weights = from_run(path, system)
     elif path.is_dir() and (path / TRAIN_MARKER).is_file():
@@ -63,10 +63,10 @@ def resolve(model: str, system: str | None = None, overrides: list[str] | None =
         if not weights.is_dir():
             raise MultimsdError(f"MODEL {model}: no best/ model in it (its training did not finish)")
     else:
-        raise MultimsdError(
-            f"MODEL {model}: neither a run directory (run.json) nor a training output directory "
-            f"({TRAIN_MARKER} and best/); a plain model id is not supported yet"
-        )
+        if system is not None:
+            raise MultimsdError(f"--system {system}: MODEL {model} is not a run directory")
+        name, cfg, weights = model, zero_shot_config(model), None
+        return Source(name, with_overrides(cfg, overrides or []), None, Path(model))
     return Source(name, with_overrides(cfg, overrides or []), weights, path if weights is None else weights)
 
 
@@ -186,6 +186,43 @@ def train_dir_config(out: Path):
     the schema's defaults, as :func:`multimsd.training.loop.to_train_config` reads a plain dict."""
     recorded = _read_json(out / TRAIN_MARKER, "the training's config")
     return OmegaConf.create({**recorded, "output": {"dir": str(out)}})
+
+
+# ------------------------------------------------------------------------------------------- a plain model
+def zero_shot_config(model: str):
+    """The config that prompts ``model`` 0-shot with the project's instruction, as a run's ``zero_shot`` system:
+    a local 🤗 model directory, a Hub id (read from the Hugging Face cache when the Hub is unreachable), or one
+    of the project's own models (``offline:smollm2``, ``tiny:llama``). A decoder-only model must be a chat
+    model (its tokenizer has a chat template); an encoder-decoder one gets the sentence as it is."""
+    from transformers import AutoConfig, AutoTokenizer
+
+    from multimsd.io import hub_reachable
+    from multimsd.training.models.offline import resolve_model_path
+
+    where = resolve_model_path(model)  # offline:/tiny: names are built on first use
+    local = Path(where).expanduser()
+    if model.startswith((".", "/", "~")) and not local.exists():
+        raise MultimsdError(f"MODEL {model}: no such directory")
+    offline = {} if local.exists() or hub_reachable() else {"local_files_only": True}
+    try:
+        config = AutoConfig.from_pretrained(where, **offline)
+        tokenizer = AutoTokenizer.from_pretrained(where, **offline)
+    except (OSError, ValueError):
+        raise MultimsdError(
+            f"MODEL {model}: not a run directory ({RUN_MARKER}), a training output directory ({TRAIN_MARKER} "
+            "and best/), nor a model that can be loaded here (a 🤗 model directory, or a Hub id in the "
+            "Hugging Face cache or on a reachable Hub)"
+        ) from None
+    kind = "seq2seq" if getattr(config, "is_encoder_decoder", False) else "causal"
+    if kind == "causal" and not getattr(tokenizer, "chat_template", None):
+        raise MultimsdError(
+            f"MODEL {model}: its tokenizer has no chat template; 0-shot prompting needs a chat (instruct) model"
+        )
+    settings = {"kind": kind, "name": Path(model).name or model, "pretrained": model}
+    if kind == "causal":
+        settings["lora"] = {"enabled": False}
+    log.info("system: %s, prompted 0-shot (%s)", model, kind)
+    return OmegaConf.create({"model": settings, "mode": "icl", "icl": {"shots": 0}})
 
 
 # ------------------------------------------------------------------------------------------- overrides
