@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTHON ?= python3
 
-.PHONY: setup system-deps slurm-deps check test test-e2e test-slurm test-package test-all demo gold lint format bench wheelhouse docs clean
+.PHONY: setup system-deps slurm-deps sweep-extra check test test-e2e test-slurm test-package test-all demo gold lint format bench wheelhouse docs clean
 
 $(VENV)/.installed: pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -46,8 +46,13 @@ test: setup system-deps  ## set-up + the test suite but the e2e / slow / gpu / s
 test-e2e: setup system-deps  ## the whole runs: commands in their own process, trainings, pipelines, sweeps, servers, browsers
 	$(PY) -m pytest $(XDIST) -m "e2e and not slow and not gpu and not slurm and not package"
 
-test-slurm: setup slurm-deps  ## the sweeps on a local SLURM cluster (scripts/slurm-local.sh; root + apt)
+$(VENV)/.sweep-installed: $(VENV)/.installed pyproject.toml
 	$(PY) -m pip install -q -e ".[sweep]"
+	touch $@
+
+sweep-extra: $(VENV)/.sweep-installed  ## the `sweep` extra (the submitit launchers) into the virtualenv
+
+test-slurm: setup slurm-deps sweep-extra  ## the sweeps on a local SLURM cluster (scripts/slurm-local.sh; root + apt)
 	$(PY) -m pytest -m slurm tests/test_slurm.py
 
 test-package: setup  ## build sdist + wheel, install the wheel into a fresh virtualenv, run the commands from an empty dir
