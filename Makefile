@@ -53,10 +53,10 @@ $(VENV)/.sweep-installed: $(VENV)/.installed pyproject.toml
 sweep-extra: $(VENV)/.sweep-installed  ## the `sweep` extra (the submitit launchers) into the virtualenv
 
 test-slurm: setup slurm-deps sweep-extra  ## the sweeps on a local SLURM cluster (scripts/slurm-local.sh; root + apt)
-	$(PY) -m pytest -m slurm tests/test_slurm.py
+	$(PY) -m pytest -m slurm tests/pipeline/test_slurm.py
 
 test-package: setup  ## build sdist + wheel, install the wheel into a fresh virtualenv, run the commands from an empty dir
-	$(PY) -m pytest -m package tests/test_packaging.py
+	$(PY) -m pytest -m package tests/project/test_packaging.py
 
 test-all: setup  ## including slow tests
 	$(PY) -m pytest -m "not gpu"

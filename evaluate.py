@@ -6,7 +6,9 @@ The same command as ``multimsd evaluate`` (:mod:`multimsd.evaluate`); the stage 
 steps behind it on ``sys.path`` (both in :mod:`multimsd.commands.clash`).
 """
 
-if __name__ == "evaluate":  # pragma: no cover - exercised in a subprocess by tests/test_evaluate_cli.py
+if (
+    __name__ == "evaluate"
+):  # pragma: no cover - exercised in a subprocess by tests/evaluation/test_evaluate_cli.py
     from multimsd.commands.clash import hand_over
 
     hand_over(__file__)

@@ -9,7 +9,7 @@ them (config, io, text, gold, split, errors, paths, fsutil, buildcache) and the 
 (``multimsd.metrics``) sit below the stages; ``multimsd.commands`` (what every command shares) above them, then
 the commands (``multimsd.pipeline``: ``multimsd run``; ``multimsd.studio``; the stage commands) and the front
 door ``multimsd.main`` (``multimsd COMMAND``). Imports point down, and no package imports another of its own
-layer (tests/test_architecture.py).
+layer (tests/project/test_architecture.py).
 """
 
 __version__ = "0.1.0"

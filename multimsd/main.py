@@ -3,7 +3,7 @@ commands of :data:`COMMANDS` (``python -m multimsd`` is the same).
 
 A command is one registration: a :class:`Command` line below naming the module whose ``main(argv)`` runs it
 and the lines ``multimsd --help`` shows for it. Everything else follows from that line: the command list of
-``--help``, the "unknown command" error, and the import graph (tests/test_architecture.py reads the module
+``--help``, the "unknown command" error, and the import graph (tests/project/test_architecture.py reads the module
 names of these lines as imports of the front door). A module is imported only when its command runs, so
 ``multimsd --help`` costs no import of torch or Hydra. docs/extending.md ("A new command") says what a
 command module holds.

@@ -17,18 +17,28 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 
+# The test modules are grouped like the package (tests/alignment, tests/training, tests/evaluation, …; the scheme:
+# docs/development.md). A few import another group's helpers or data by module name (``from test_report import
+# make_run``), so every group's directory is importable, whichever group pytest collects first.
+GROUPS = sorted(
+    p for p in Path(__file__).resolve().parent.iterdir() if p.is_dir() and any(p.glob("test_*.py"))
+)
+for _group in GROUPS:
+    if str(_group) not in sys.path:
+        sys.path.insert(0, str(_group))
+
 
 # Fixtures that build or load a model, or run a command, once per module or session: the first test to use one
 # pays seconds for it. A test that uses one (itself or through another fixture) is in the integration tier
 # (docs/development.md), whatever its own body costs, so `make check`'s unit tier never waits for them.
 INTEGRATION_FIXTURES = {
     "tiny_encoder",  # a random XLM-R with the 250k-piece tokenizer (and run_dir, the studio's aligned run)
-    "small_bert",  # tests/test_embed.py: a random BERT, compared with sentence-transformers (imports it)
-    "english_model",  # tests/test_classifier.py: a trained alignment classifier
-    "cli_run",  # tests/test_evaluate_cli.py: evaluate.py in its own process
-    "mbart",  # tests/test_offline_models.py: the tiny mBART and its tokenizer
-    "llama",  # tests/test_offline_models.py: SmolLM2 / tiny llama
-    "trained",  # tests/test_paraphrase.py: a trained paraphrase model
+    "small_bert",  # tests/alignment/test_embed.py: a random BERT, compared with sentence-transformers (imports it)
+    "english_model",  # tests/alignment/test_classifier.py: a trained alignment classifier
+    "cli_run",  # tests/evaluation/test_evaluate_cli.py: evaluate.py in its own process
+    "mbart",  # tests/training/test_offline_models.py: the tiny mBART and its tokenizer
+    "llama",  # tests/training/test_offline_models.py: SmolLM2 / tiny llama
+    "trained",  # tests/training/test_paraphrase.py: a trained paraphrase model
 }
 
 

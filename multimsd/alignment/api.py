@@ -1,7 +1,7 @@
 """The alignment package as the commands above it see it: a small, public set of functions.
 
 ``multimsd studio`` reads a run's alignments through this module and nothing else of the package
-(``tests/test_studio.py`` checks it), so the stage, the encoder, the aligners and gold mode can change their
+(``tests/studio/test_studio.py`` checks it), so the stage, the encoder, the aligners and gold mode can change their
 insides without the studio noticing. Each function is what ``align.py`` itself does at that step, for an
 output directory or one article pair at a time:
 

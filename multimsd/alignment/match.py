@@ -15,7 +15,7 @@ scored against its own article — never across articles.
 Ties are broken towards the lower index, on both paths, so results are deterministic.
 
 Parity with the authors' released script (EhimeNLP/MultiMSDcorpus ``scripts/alignment/auto_alignment.py``;
-tests/test_authors_parity.py pins every point): their "pattern1" is our symmetric rule, "pattern2" our
+tests/alignment/test_authors_parity.py pins every point): their "pattern1" is our symmetric rule, "pattern2" our
 asymmetric one; θ is strict (``sim > threshold``) for both, as in their script, and the first maximum wins a
 tie, as Python's ``max`` does. Kept different on purpose: they compare pairs as *text* lines, we as sentence
 *indices* — so where an article repeats a sentence verbatim their pattern1 can write one line twice and their

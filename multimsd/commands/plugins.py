@@ -14,7 +14,7 @@ ENTRY_POINT_GROUP = "multimsd.plugins"
 def load_plugins(names: list[str]) -> None:
     """Import the user's extension modules (``plugins=[pkg.mod]``): importing one runs its registrations.
 
-    The one import of a module named at run time (tests/test_architecture.py allows it here by name): the
+    The one import of a module named at run time (tests/project/test_architecture.py allows it here by name): the
     names are the user's modules, never multimsd's own."""
     import importlib
 

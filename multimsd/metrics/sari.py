@@ -1,7 +1,7 @@
 """Corpus-level SARI, numerically identical to EASSE's ``corpus_sari`` (v0.2.4).
 
 Written from the prose description in ``shared/notes/sari-spec.md`` (no EASSE code was used; EASSE is
-GPL-3). Parity with EASSE is proven by ``tests/test_sari_parity.py`` on the ``shared/data/easse-parity``
+GPL-3). Parity with EASSE is proven by ``tests/evaluation/test_sari_parity.py`` on the ``shared/data/easse-parity``
 pack.
 
 Algorithm in brief (for every sentence and every n-gram order n = 1..4, with ``O``/``S`` the n-gram

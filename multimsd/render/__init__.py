@@ -5,6 +5,6 @@
 (:mod:`~multimsd.render.scores`).
 
 A library below the stages: the evaluation writes ``table.md`` and ``scores.png`` with it, the report stage
-``report.html`` and ``report.md``, and neither stage imports the other (``tests/test_architecture.py``).
+``report.html`` and ``report.md``, and neither stage imports the other (``tests/project/test_architecture.py``).
 Only the standard library is needed, except for the PNG (matplotlib).
 """

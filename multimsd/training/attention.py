@@ -10,7 +10,7 @@ the example boundaries off those position ids, and what it builds from them depe
   flash kernel: on an H200 a packed Llama-3.1-8B + LoRA run was 0.80x the padded 🤗 Trainer (issue #30);
 * ``flex_attention`` (ships with torch): a ``BlockMask`` made from the same per-example ids
   (``create_block_mask``, compiled), which skips the blocks between examples: no dense mask (verified on CPU
-  with transformers 5.24: the packed row's logits are each example's own, tests/test_attention.py);
+  with transformers 5.24: the packed row's logits are each example's own, tests/training/test_attention.py);
 * ``flash_attention_2`` (the flash-attn package): no mask at all; its varlen kernels take the example
   boundaries from the position ids (``_is_packed_sequence`` -> ``cu_seqlens``).
 

@@ -2,7 +2,7 @@
 
 A checkpoint (``<output.dir>/checkpoints/step_<N>``) is Accelerate's ``save_state``: the model's weights, the
 optimizer, the scheduler, every RNG and the loop counters (:class:`TrainState`: epoch, micro-batches consumed,
-best value, history). Resuming from it continues the run step for step (tests/test_train_cli.py kills a run
+best value, history). Resuming from it continues the run step for step (tests/training/test_train_cli.py kills a run
 with SIGKILL and checks that the resumed one gives the same step losses).
 
 ``save_state`` writes the *whole* state dict of each prepared model. With LoRA that is the frozen base too: for

@@ -121,7 +121,7 @@ class EvalSettings:
     # static: transformers' static KV cache; on CUDA generate then compiles the decoding step (torch.compile,
     # CUDA graphs), batch sizes rounded down to powers of two so that few graphs are compiled. continuous:
     # transformers' continuous batching (model.generate_batch, paged KV cache; it schedules the rows itself).
-    # continuous is greedy only. All give the same greedy outputs in float32 (tests/test_decode_backends.py).
+    # continuous is greedy only. All give the same greedy outputs in float32 (tests/training/test_decode_backends.py).
     backend: str = "generate"  # generate | static | continuous
     # Merge a LoRA adapter into the base weights while decoding (one matmul a layer instead of three); the
     # base weights are copied aside first and restored bit for bit after (on the device when the copy takes at

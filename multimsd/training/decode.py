@@ -23,7 +23,7 @@ which on CUDA makes ``generate`` compile the decoding step (``torch.compile``, C
 are rounded down to powers of two (:func:`bucketed`) and the cache keeps the length of the first (longest)
 batch, so a decode compiles a handful of graphs, not one per batch. And ``continuous``: transformers' continuous batching
 (``model.generate_batch``, a paged KV cache; the rows are scheduled by transformers, not in batches here).
-All give plain ``generate``'s greedy tokens in float32 (``tests/test_decode_backends.py``).
+All give plain ``generate``'s greedy tokens in float32 (``tests/training/test_decode_backends.py``).
 
 **Cut outputs** (:class:`Generated`, :func:`cut_at_cap`). Every built-in kind returns its outputs as
 :class:`Generated` strings that also say whether generation stopped because it reached the token cap

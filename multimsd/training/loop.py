@@ -18,7 +18,7 @@ Read top to bottom, :func:`run` is the whole stage (MultiMSD sections 4-5), a :c
 5. :func:`finish`: predictions of the best model per language for validation and test, ``all_results.json``
    (:mod:`multimsd.training.results`).
 
-Tests call the seams one by one (tests/test_training_seams.py); a whole run only where only a whole run shows
+Tests call the seams one by one (tests/training/test_training_seams.py); a whole run only where only a whole run shows
 the behaviour. ``mode=icl`` skips training: 0-shot or k-shot prompting of a chat model (paper section 5.2).
 """
 

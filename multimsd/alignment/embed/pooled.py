@@ -10,7 +10,7 @@ Why not always sentence-transformers: importing it costs ~12 s per process on a 
 scikit-learn, peft and bitsandbytes, none of which an encoder forward needs), a third of a small
 ``multimsd align`` run. For these chains its computation is this one: tokenise with padding and truncation
 at ``max_seq_length``, one forward, pool the last hidden state over the attention mask, L2-normalise;
-tests/test_embed.py checks that the vectors are the same (to float rounding) as sentence-transformers'.
+tests/alignment/test_embed.py checks that the vectors are the same (to float rounding) as sentence-transformers'.
 """
 
 from __future__ import annotations

@@ -80,7 +80,7 @@ def test_a_view_of_your_own_gets_its_button_and_number_key(
     studio_server,
     chromium_page,
 ):
-    """``--plugin toyview`` (tests/test_studio.py's toy view, order 25): its button is the 3rd, key 3 shows it,
+    """``--plugin toyview`` (tests/studio/test_studio.py's toy view, order 25): its button is the 3rd, key 3 shows it,
     its /api/info entry reaches its script; the outputs view (no test outputs here) keeps key 4, hidden."""
     root = tmp_path / "run"
     shutil.copytree(run_dir, root)

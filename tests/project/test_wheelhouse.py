@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 spec = importlib.util.spec_from_file_location("wheelhouse", ROOT / "scripts" / "wheelhouse.py")
 wh = importlib.util.module_from_spec(spec)
 sys.modules["wheelhouse"] = wh
@@ -187,7 +187,7 @@ def test_wheelhouse_downloads_a_closure_for_python_312(tmp_path):
 
 
 def test_bad_input_is_one_line_and_leaves_nothing(tmp_path):
-    script = Path(__file__).resolve().parents[1] / "scripts" / "wheelhouse.py"
+    script = Path(__file__).resolve().parents[2] / "scripts" / "wheelhouse.py"
     dest = tmp_path / "wh"
     proc = subprocess.run(
         [sys.executable, str(script), "--have", str(tmp_path / "missing.txt"), "--dest", str(dest)],

@@ -115,7 +115,7 @@ def test_zh_char_lowercases_latin_via_normalize():
 # --------------------------------------------------------------------------------------------------------
 # SARI with the language tokenisers
 #
-# tests/test_sari.py example 1 (orig "a b c", sys "a b d", refs ["a b d", "a c"]) gives
+# tests/evaluation/test_sari.py example 1 (orig "a b c", sys "a b d", refs ["a b d", "a c"]) gives
 #   add = 2/3, keep = 17/48, del = 23/40, SARI = 100 * (2/3 + 17/48 + 23/40) / 3 = 53.19444...
 # Spelled with tokens a=我 b=爱 c=你 d=他 (zh-char: one token per character) it must give the same value.
 # With 13a each sentence is ONE token: O={我爱你}, S={我爱他}, R={我爱他:1, 我你:1}, r=2:

@@ -21,7 +21,7 @@ import pytest
 from multimsd import runlock
 from multimsd.errors import MultimsdError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 ENV.pop("RANK", None)
 

@@ -2,7 +2,7 @@
 uninterrupted run's, compared with ``==`` (CPU), for every model kind *with* its dropout (LoRA's, mBART's, the
 LSTM's: the global torch RNG draws the masks, so any draw the resume adds or loses shows) and with the data
 options that change the batches (packing, grouping by length). The subprocess tests (SIGINT / SIGTERM /
-SIGKILL through the real command) are in tests/test_interrupts.py."""
+SIGKILL through the real command) are in tests/project/test_interrupts.py."""
 
 from __future__ import annotations
 

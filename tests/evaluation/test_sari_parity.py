@@ -14,7 +14,7 @@ import pytest
 
 from multimsd.metrics import corpus_bleu, corpus_sari, corpus_sari_operation_scores
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "easse-parity"
+DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "easse-parity"
 
 if not (DATA / "expected_sari.tsv").is_file() or not (DATA / "expected_bleu.tsv").is_file():
     pytest.skip(f"EASSE parity pack not found at {DATA}", allow_module_level=True)

@@ -393,7 +393,7 @@ def test_checkpoint_on_a_full_disk_then_the_same_run_resumes_exactly(disk, tmp_p
 
 
 # ------------------------------------------------------------------------------ multimsd run, end to end
-# tests/test_run_pipeline.py's tiny run (a training long enough to fill the disk in: 6 steps, a checkpoint every 2)
+# tests/pipeline/test_run_pipeline.py's tiny run (a training long enough to fill the disk in: 6 steps, a checkpoint every 2)
 RUN = ["debug=tiny", "train.optim.max_steps=6", "train.checkpoint_every=2"]
 
 

@@ -264,7 +264,7 @@ def test_bad_input_fails_in_one_line_before_any_work(tmp_path):
     (tmp_path / "f.txt").write_text("x")
     for what, (extra, message) in cases.items():
         d = tmp_path / "run"
-        # (output.dir, not the deprecated dir=, whose note would be a second line; tests/test_output_dir.py)
+        # (output.dir, not the deprecated dir=, whose note would be a second line; tests/project/test_output_dir.py)
         args = [sys.executable, "-m", "multimsd", "run", "debug=tiny", f"output.dir={d}", *extra]
         t0 = time.time()
         proc = subprocess.run(args, capture_output=True, text=True, timeout=120)

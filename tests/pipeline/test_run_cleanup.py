@@ -70,7 +70,7 @@ def test_finished_lists_the_stages_recorded_done(tmp_path):
 
 def test_a_moved_run_directory_keeps_its_stage_fingerprints(tmp_path):
     """The stage configs hold absolute paths under the run directory; the fingerprints read them from it, so a
-    run directory moved or copied elsewhere skips what it finished (tests/test_run_pipeline.py copies one)."""
+    run directory moved or copied elsewhere skips what it finished (tests/pipeline/test_run_pipeline.py copies one)."""
     from multimsd.pipeline.records import fingerprint, inside
 
     def stages(run_dir):

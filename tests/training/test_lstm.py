@@ -514,7 +514,7 @@ def test_cli_train_then_evaluate(tmp_path, repo_root):
     assert 0 <= scores["bleu"] <= 100 and 0 <= scores["meteor"] <= 100 and scores["ter"] >= 0
 
 
-@pytest.mark.slow  # the error contract itself is shared by all models (tests/test_bad_input.py)
+@pytest.mark.slow  # the error contract itself is shared by all models (tests/project/test_bad_input.py)
 def test_cli_bad_input_is_one_line_and_exit_2(tmp_path, repo_root):
     proc = subprocess.run(
         [

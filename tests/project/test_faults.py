@@ -67,7 +67,7 @@ def test_check_writable_dir_creates_nothing(tmp_path):
 
 
 def tiny_cfg(tmp_path, name: str) -> dict:
-    """The LoRA tiny-llama run of tests/test_checkpoint.py: 8 optimizer steps, a checkpoint after each."""
+    """The LoRA tiny-llama run of tests/training/test_checkpoint.py: 8 optimizer steps, a checkpoint after each."""
     from test_checkpoint import lora_cfg
 
     return lora_cfg(tmp_path, name)

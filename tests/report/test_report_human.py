@@ -62,7 +62,7 @@ def test_no_ratings_no_section_then_ratings_added_later_show_in_the_next_build(t
     # theta4 meaning: (5 + 4 + 4) / 3; theta1: one item → its mean, a point interval
     assert "| SmolLM2 θ=4 | 4.33 [4.00, 5.00] | 4.33 [4.00, 4.50] | 3.00 [3.00, 3.00] | 2 | 2 |" in section
     assert "| SmolLM2 θ=1 | 2.50 [2.50, 2.50] | 3.00 [3.00, 3.00] | 3.00 [3.00, 3.00] | 1 | 2 |" in section
-    # α by hand (tests/test_metrics_human.py): simplicity units (4, 4), (2, 3) → 5/6; meaning (5, 4), (3, 3)
+    # α by hand (tests/evaluation/test_metrics_human.py): simplicity units (4, 4), (2, 3) → 5/6; meaning (5, 4), (3, 3)
     # → 5/6 as well; fluency: the only shared unit is (3, 3): no variation
     assert "| simplicity | 0.833 | 2 |" in section and "| meaning | 0.833 | 2 |" in section
     assert "| fluency | – (no variation) | 1 |" in section

@@ -1,4 +1,4 @@
-"""A kill soak (issue #32, item 4): ``multimsd run`` (tests/test_run_pipeline.py's tiny run) is killed at random
+"""A kill soak (issue #32, item 4): ``multimsd run`` (tests/pipeline/test_run_pipeline.py's tiny run) is killed at random
 points, alternately by SIGKILL and by SIGTERM to its process group, each time followed by the same command;
 a last run goes to the end, and its numbers equal those of a run that was never interrupted, with no
 temporary or lock file of the killed commands left.

@@ -78,7 +78,7 @@ def test_lora_checkpoint_holds_the_adapter_and_resume_is_exact(tmp_path, monkeyp
     monkeypatch.setattr(loop, "save_checkpoint", real_save)
     resumed = loop.run(lora_cfg(tmp_path, "killed"))
     assert resumed["resumed_from"].endswith("step_00000003")
-    assert step_losses(resumed) == expected  # exactly (tests/test_resume.py: with dropout too)
+    assert step_losses(resumed) == expected  # exactly (tests/training/test_resume.py: with dropout too)
     # and the adapter it ends with is the reference run's
     final = saved_keys(tmp_path / "killed" / "checkpoints" / "step_00000008")
     for k, v in weights.items():

@@ -1,6 +1,6 @@
 """Sweeps through a real SLURM: the local cluster of scripts/slurm-local.sh, hydra-submitit-launcher, sacct.
 
-Deselected by default; run with ``pytest -m slurm tests/test_slurm.py`` (after ``make slurm-deps``, as root).
+Deselected by default; run with ``pytest -m slurm tests/pipeline/test_slurm.py`` (after ``make slurm-deps``, as root).
 Skipped with the reason when the Debian packages or hydra-submitit-launcher are absent, unless
 ``MULTIMSD_REQUIRE_SLURM=1`` (CI), where that is a failure.
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "slurm-local.sh"
 PACKAGES = ("slurmctld", "slurmd", "slurm-client", "munge", "slurmdbd", "mariadb-server")
 

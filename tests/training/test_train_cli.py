@@ -1,4 +1,4 @@
-"""train.py through the real CLI: exact resume after SIGKILL (SIGINT / SIGTERM: tests/test_interrupts.py),
+"""train.py through the real CLI: exact resume after SIGKILL (SIGINT / SIGTERM: tests/project/test_interrupts.py),
 a θ sweep with its summary, 2 CPU processes."""
 
 import json

@@ -1,6 +1,6 @@
 """Chart legends that never overlap and are never cut, with long labels: the evaluation's ``scores.png``
 (matplotlib: the legend texts' extents measured after drawing) and the report's SVG charts (the legend texts
-measured with DejaVu Sans, the font a Linux browser draws them in; tests/test_report_browser.py measures
+measured with DejaVu Sans, the font a Linux browser draws them in; tests/report/test_report_browser.py measures
 them in Chromium). The issue's case: "SmolLM2-135M-Instruct 0-shot" overwritten and θ = 1's label cut to
 "SmolLM2-135M-Instruct +", so the systems of the main figure could not be told apart."""
 

@@ -104,7 +104,7 @@ def test_end_epoch_keeps_the_best_and_stops_when_it_no_longer_improves(tmp_path)
 def test_data_order_and_the_first_steps_loss(tmp_path, shuffle):
     """data.shuffle=false (the Trainer benchmark's order) feeds select()'s order, and the first step's loss is the
     untrained model's cross-entropy on those examples; data.shuffle=true feeds another order (seeded). Moved
-    here from tests/test_train.py, where it ran two whole trainings."""
+    here from tests/training/test_train.py, where it ran two whole trainings."""
     from multimsd.training.data import Collator, load_pairs, select, tokenize_rows
     from multimsd.training.loop import train_step
 

@@ -22,7 +22,7 @@ import pytest
 
 pytestmark = pytest.mark.package
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # What the wheel and the sdist must carry besides the code: every config, the sample data, the metric script.
 CONFIGS = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "conf").rglob("*.yaml"))
 DATA = [

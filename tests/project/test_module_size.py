@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-PKG = Path(__file__).resolve().parents[1] / "multimsd"
+PKG = Path(__file__).resolve().parents[2] / "multimsd"
 LIMIT = 600
 EXCEPTIONS = {"alignment/segment.py"}
 

@@ -1,5 +1,5 @@
 """An interrupt is a normal end (issue #24): Ctrl-C (SIGINT) or SIGTERM during the work of train.py, align.py,
-evaluate.py (``multimsd run``: tests/test_run_pipeline.py) exits 130 / 143 with exactly one stderr line that
+evaluate.py (``multimsd run``: tests/pipeline/test_run_pipeline.py) exits 130 / 143 with exactly one stderr line that
 starts with ``interrupted`` and says where it stopped and how to go on, no traceback, no partial file; the
 same command then resumes, and a resumed training run has the uninterrupted run's step losses (``==``)."""
 

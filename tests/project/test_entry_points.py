@@ -1,5 +1,5 @@
 """The ``multimsd`` command's sub-commands and a user's own config directory (from the checkout; the installed
-wheel is tested by tests/test_packaging.py)."""
+wheel is tested by tests/project/test_packaging.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from multimsd.commands.compose import parse_command_line
 from multimsd.paths import conf_dir
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def multimsd(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -230,7 +230,7 @@ def test_run_multirun_is_one_line_naming_what_to_use_instead(flag, tmp_path, cap
 @pytest.mark.e2e
 @pytest.mark.parametrize("command", ["run", "align", "train", "evaluate"])
 def test_help_prints_commands_that_work_where_multimsd_is_installed(command, capsys, monkeypatch):
-    # An installed wheel has no align.py / train.py / evaluate.py (tests/test_packaging.py checks the wheel).
+    # An installed wheel has no align.py / train.py / evaluate.py (tests/project/test_packaging.py checks the wheel).
     try:
         front_door(monkeypatch, command, "--help")
     except SystemExit as e:  # Hydra's --help exits, 0

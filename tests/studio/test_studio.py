@@ -28,7 +28,7 @@ from multimsd.studio import cli  # noqa: E402
 from multimsd.studio.app import create_app  # noqa: E402
 from multimsd.studio.journal import Journal  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # Both sides the same sentences: the symmetric aligner's mutual argmax is the diagonal (cosine 1) with any
 # encoder, so the predicted alignments are known without a real model.
 A1 = ["The heart pumps blood.", "Aspirin thins the blood.", "Sleep helps the brain.", "Water is vital."]

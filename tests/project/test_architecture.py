@@ -36,7 +36,7 @@ from pathlib import Path
 
 import pytest
 
-PKG = Path(__file__).resolve().parents[1] / "multimsd"
+PKG = Path(__file__).resolve().parents[2] / "multimsd"
 LAYERS = (  # layer number -> the top-level names of multimsd in it (layer 0: every other one)
     (1, ("metrics",)),
     (2, ("hf_metrics", "render")),

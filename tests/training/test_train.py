@@ -200,7 +200,7 @@ def test_tokenize_dataset_is_cached_and_equals_tokenize_rows(tmp_path):
 @pytest.mark.integration
 def test_tokenizer_fingerprint_is_the_state_not_the_call_settings():
     """The tokenised-data cache key: another src_lang is another key, a call's truncation is not, and loading
-    the same files again gives the same key (in a process of its own too: tests/test_train_cli.py)."""
+    the same files again gives the same key (in a process of its own too: tests/training/test_train_cli.py)."""
     from transformers import AutoTokenizer
 
     from multimsd.training.data import tokenizer_fingerprint
