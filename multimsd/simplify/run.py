@@ -15,7 +15,9 @@ that is not whole JSON is cut away, the ids already in OUT are skipped (counted 
 only for the first record: a command that fails before it creates no OUT.
 
 Decoding is the evaluation's (:func:`multimsd.training.predict.generate`, the system's ``eval.*`` settings,
-batched by ``eval.max_batch_tokens``), over the sentences of :data:`DOCS_PER_CALL` documents at a time.
+batched by ``eval.max_batch_tokens``), over the sentences of whole documents at a time: documents are added to a
+call until it holds :data:`SENTENCES_PER_CALL` sentences (or :data:`DOCS_PER_CALL` documents), so short
+documents still fill the large batches a GPU wants, and a kill redoes at most one call's documents.
 """
 
 from __future__ import annotations
@@ -35,7 +37,10 @@ from multimsd.simplify.source import Source
 
 log = logging.getLogger("multimsd.simplify")
 
-DOCS_PER_CALL = 32  # documents whose sentences go to one generate call (its batches: eval.max_batch_tokens)
+SENTENCES_PER_CALL = (
+    512  # sentences of whole documents that go to one generate call (eval.max_batch_tokens batches them)
+)
+DOCS_PER_CALL = 256  # at most this many documents a call (records are written after each call)
 NO_SPACE = ("ja", "zh")  # sentences joined without a space
 
 
@@ -128,16 +133,23 @@ class Writer:
 
 
 # ------------------------------------------------------------------------------------------- the loop
-def batches(docs: Iterator[Document], skip: set[str], n: int) -> Iterator[list[Document]]:
-    """The documents not in ``skip``, ``n`` at a time."""
-    batch: list[Document] = []
+def batches(
+    docs: Iterator[Document], skip: set[str], max_docs: int, max_sentences: int = SENTENCES_PER_CALL
+) -> Iterator[list[tuple[Document, list[str]]]]:
+    """The documents not in ``skip`` with their sentences, whole documents at a time: a batch closes when it
+    holds ``max_sentences`` sentences or ``max_docs`` documents."""
+    from multimsd.alignment.segment import segment_document
+
+    batch: list[tuple[Document, list[str]]] = []
+    sentences = 0
     for doc in docs:
         if doc.id in skip:
             continue
-        batch.append(doc)
-        if len(batch) == n:
+        batch.append((doc, segment_document(doc.text, doc.lang)))
+        sentences += len(batch[-1][1])
+        if len(batch) >= max_docs or sentences >= max_sentences:
             yield batch
-            batch = []
+            batch, sentences = [], 0
     if batch:
         yield batch
 
@@ -198,7 +210,6 @@ def simplify(
 ) -> Totals:
     """Simplify every document of ``inp`` not yet in ``out`` (``ids``: those of ``inp``, :meth:`Input.check`);
     ``terms(lang)``: the dictionary whose terms the checks look for (None: no term check)."""
-    from multimsd.alignment.segment import segment_document
     from multimsd.training.predict import generate
 
     t = Totals()
@@ -222,8 +233,7 @@ def simplify(
         ):
             try:
                 for batch in batches(inp.documents(), done, docs_per_call):
-                    sentences = [segment_document(d.text, d.lang) for d in batch]
-                    rows = [{"complex": s, "lang": d.lang} for d, ss in zip(batch, sentences) for s in ss]
+                    rows = [{"complex": s, "lang": d.lang} for d, ss in batch for s in ss]
                     outputs = (
                         generate(source.config, model, tokenizer, rows, accelerator, final=True)
                         if rows
@@ -233,7 +243,7 @@ def simplify(
                         len(tokenizer(str(o), add_special_tokens=False)["input_ids"]) for o in outputs
                     )
                     k = 0
-                    for d, ss in zip(batch, sentences):
+                    for d, ss in batch:
                         rec = record(
                             d, ss, outputs[k : k + len(ss)], source, terms(d.lang) if terms else None
                         )
