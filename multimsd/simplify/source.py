@@ -59,7 +59,7 @@ def resolve(model: str, system: str | None = None, overrides: list[str] | None =
     elif path.is_dir() and (path / TRAIN_MARKER).is_file():
         if system is not None:
             raise MultimsdError(f"--system {system}: MODEL {model} is a training output directory, not a run")
-        name, cfg, weights = path.name, train_dir_config(path), path / "best"
+        name, cfg, weights = path.name, saved_config(path) or train_dir_config(path), path / "best"
         if not weights.is_dir():
             raise MultimsdError(f"MODEL {model}: no best/ model in it (its training did not finish)")
     else:
@@ -97,9 +97,8 @@ def from_run(run_dir: Path, system: str | None):
         name = system
     else:
         name = pick(run_dir, info, {n for n, why in candidates.items() if not why}, candidates)
-    stage = stages[name]
     weights = run_dir / "systems" / name / "best" if systems[name]["kind"] == "train" else None
-    return name, stage.config, weights
+    return name, stages[name].config, weights
 
 
 def run_plan(run_dir: Path, info: dict) -> list:
@@ -181,6 +180,19 @@ def pick(run_dir: Path, info: dict, usable: set[str], why: dict[str, str]) -> st
 
 
 # ------------------------------------------------------------------------------------------- a training dir
+def saved_config(out: Path):
+    """The whole config the training saved beside its outputs (``config.yaml``, decoding settings included), or
+    None for one written before it did."""
+    from multimsd.training.results import load_config
+
+    try:
+        return load_config(out)
+    except (OSError, OmegaConfBaseException) as e:
+        raise MultimsdError(
+            f"{out / 'config.yaml'}: cannot be read: {str(e).strip().splitlines()[0]}"
+        ) from None
+
+
 def train_dir_config(out: Path):
     """The config of a training output directory: ``train_config.json`` (model, data, loss, optim, seed) over
     the schema's defaults, as :func:`multimsd.training.loop.to_train_config` reads a plain dict."""

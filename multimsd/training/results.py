@@ -96,7 +96,29 @@ def write_predictions(
         accelerator.print(f"{split}: {fmt_metrics(results[split])}")
     if accelerator.is_main_process:
         out.mkdir(parents=True, exist_ok=True)
+        save_config(cfg, out)
         write_text_atomic(out / "all_results.json", json.dumps(results, indent=2, ensure_ascii=False) + "\n")
+
+
+CONFIG_FILE = "config.yaml"
+
+
+def save_config(cfg, out: Path) -> None:
+    """The whole resolved config the outputs of ``out`` were made with (``config.yaml``), decoding settings
+    included: what loads the trained system again (``multimsd simplify``, ``multimsd export``) without the
+    run that planned it. ``train_config.json`` holds only what a resume must agree on."""
+    from omegaconf import OmegaConf
+
+    write_text_atomic(out / CONFIG_FILE, OmegaConf.to_yaml(OmegaConf.structured(cfg)))
+
+
+def load_config(out: Path):
+    """The config :func:`save_config` wrote into ``out`` (a DictConfig: ``to_train_config`` checks it), or None
+    when there is none (outputs written before it was saved)."""
+    from omegaconf import OmegaConf
+
+    path = Path(out) / CONFIG_FILE
+    return OmegaConf.load(path) if path.is_file() else None
 
 
 def cap_per_language(rows: list[dict], n: int | None) -> list[dict]:

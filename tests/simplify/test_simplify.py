@@ -263,6 +263,8 @@ def test_simplify_a_tiny_run(tiny_run, tmp_path):
     view = out.with_suffix(".html").read_text(encoding="utf-8")
     assert all(f"<h2>{k} ({lang})</h2>" in view for k, (lang, _) in texts.items())
     assert "system: finetuned_theta1" in proc.stderr  # the sweep's selection; copy is skipped
+    for system in ("finetuned_theta1", "zero_shot"):  # each system's whole config beside its outputs
+        assert "max_new_tokens:" in (tiny_run / "systems" / system / "config.yaml").read_text(encoding="utf-8")
     assert "documents: 3" in proc.stdout and "sentences: 6" in proc.stdout
     records = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert [r["id"] for r in records] == ["a", "b", "c"]
@@ -532,3 +534,19 @@ def test_the_terms_check_flags_a_dropped_term_and_none_turns_it_off(tmp_path):
     assert record(doc, ["Asthma is a chronic disease."], ["It is a long illness."], src)["flagged"] == 0
     kept = record(doc, ["Asthma is a chronic disease."], ["Asthma is a long illness."], src, terms("en"))
     assert kept["flagged"] == 0
+
+
+def test_a_training_dir_with_its_saved_config_keeps_its_decoding_settings(tmp_path):
+    from multimsd.training.loop import to_train_config
+    from multimsd.training.results import save_config
+
+    cfg = to_train_config(
+        {"model": {"kind": "causal", "pretrained": "tiny:llama"}, "eval": {"max_new_tokens": 33}}
+    )
+    (tmp_path / "best").mkdir()
+    (tmp_path / "train_config.json").write_text(json.dumps({"seed": 3}), encoding="utf-8")
+    assert resolve(str(tmp_path)).config.eval.max_new_tokens == 256  # written before config.yaml: defaults
+    save_config(cfg, tmp_path)
+    source = resolve(str(tmp_path), overrides=["eval.num_beams=2"])
+    assert source.config.eval.max_new_tokens == 33 and source.config.eval.num_beams == 2
+    assert source.config.model.pretrained == "tiny:llama" and source.weights == tmp_path / "best"
