@@ -35,7 +35,7 @@ from multimsd.training.config import TrainConfig
 
 log = logging.getLogger("multimsd.simplify")
 
-RUN_MARKER = "run.json"  # multimsd.pipeline.run.RUN_MARKER (not imported: this module reads, it runs nothing)
+RUN_MARKER = "run.json"  # = pipeline.run.RUN_MARKER; the planner is imported for a run directory only
 TRAIN_MARKER = "train_config.json"
 
 
