@@ -5,6 +5,7 @@ launch -m multimsd.train`` and the checkout's ``align.py`` / ``train.py`` / ``ev
 
 from __future__ import annotations
 
+import argparse
 import logging
 import sys
 from collections.abc import Callable
@@ -95,3 +96,35 @@ def run_stage(run: Callable[[Any], Any], cfg: Any) -> Any:
             interrupts.close_progress_bars()  # a stage can fail with its bar open (a full disk at a checkpoint)
             print(f"error: {err}", file=sys.stderr)
             sys.exit(2)
+
+
+class CommandParser(argparse.ArgumentParser):
+    """The argument parser of a command over paths (``multimsd simplify``, ``multimsd export``): no ``-h`` of its
+    own (:func:`path_command` prints the command's usage text), and a usage error is one line naming the command
+    and its ``--help``, exit 2."""
+
+    def __init__(self, command: str):
+        super().__init__(prog=f"multimsd {command}", add_help=False)
+
+    def error(self, message: str):
+        print(f"error: {self.prog}: {message} ({self.prog} --help)", file=sys.stderr)
+        sys.exit(2)
+
+
+def path_command(
+    argv: list[str], usage: str, parse: Callable[[list[str]], Any], work: Callable[[Any], Any]
+) -> None:
+    """The body of a command over paths: ``--help`` prints ``usage``; otherwise the arguments are parsed
+    (``parse``: a :class:`CommandParser`'s), log lines go to the console, and ``work(args)`` runs under
+    :func:`run_stage`'s contract (an error: one line, exit 2; an interrupt: one line, 130 / 143)."""
+    from multimsd import interrupts
+
+    with interrupts.installed(), interrupts.guard():
+        if not argv or "-h" in argv or "--help" in argv:
+            print(usage)
+            return
+        args = parse(argv)
+        logging.basicConfig(
+            level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", datefmt="%H:%M:%S"
+        )
+        run_stage(lambda _cfg: work(args), None)

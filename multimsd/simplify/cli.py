@@ -10,9 +10,7 @@ line saying how many documents are done (run the same command to continue).
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
-from typing import NoReturn
 
 USAGE = """\
 usage: multimsd simplify MODEL INPUT --out OUT [--system NAME] [--lang LANG] [--terms DIR|none]
@@ -47,14 +45,10 @@ Errors in the input print one line and exit with status 2.
 """
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        print(f"error: multimsd simplify: {message} (multimsd simplify --help)", file=sys.stderr)
-        sys.exit(2)
-
-
 def parse(argv: list[str]) -> argparse.Namespace:
-    p = _Parser(prog="multimsd simplify", add_help=False)
+    from multimsd.commands.stage import CommandParser
+
+    p = CommandParser("simplify")
     p.add_argument("model")
     p.add_argument("input")
     p.add_argument("overrides", nargs="*")
@@ -68,20 +62,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> None:
     """``multimsd simplify …`` (``argv``: the arguments after ``simplify``; default ``sys.argv[1:]``)."""
-    from multimsd import interrupts
+    from multimsd.commands.stage import path_command
 
-    argv = list(sys.argv[1:] if argv is None else argv)
-    with interrupts.installed(), interrupts.guard():
-        if not argv or "-h" in argv or "--help" in argv:
-            print(USAGE)
-            return
-        args = parse(argv)
-        from multimsd.commands.stage import run_stage
-
-        logging.basicConfig(
-            level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", datefmt="%H:%M:%S"
-        )
-        run_stage(lambda _cfg: go(args), None)
+    path_command(list(sys.argv[1:] if argv is None else argv), USAGE, parse, go)
 
 
 def go(args: argparse.Namespace):

@@ -27,7 +27,6 @@ import json
 import logging
 import sys
 from pathlib import Path
-from typing import NoReturn
 
 log = logging.getLogger("multimsd.export")
 
@@ -53,14 +52,10 @@ Errors print one line and exit with status 2; nothing is written then.
 MARKER = "multimsd_export.json"  # what an earlier export holds: --force replaces only such a directory
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        print(f"error: multimsd export: {message} (multimsd export --help)", file=sys.stderr)
-        sys.exit(2)
-
-
 def parse(argv: list[str]) -> argparse.Namespace:
-    p = _Parser(prog="multimsd export", add_help=False)
+    from multimsd.commands.stage import CommandParser
+
+    p = CommandParser("export")
     p.add_argument("model")
     p.add_argument("--to", required=True)
     p.add_argument("--system")
@@ -70,21 +65,15 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``multimsd export …`` (``argv``: the arguments after ``export``)."""
-    from multimsd import interrupts
+    """``multimsd export …`` (``argv``: the arguments after ``export``; default ``sys.argv[1:]``)."""
+    from multimsd.commands.stage import path_command
 
-    argv = list(sys.argv[1:] if argv is None else argv)
-    with interrupts.installed(), interrupts.guard():
-        if not argv or "-h" in argv or "--help" in argv:
-            print(USAGE)
-            return
-        args = parse(argv)
-        from multimsd.commands.stage import run_stage
-
-        logging.basicConfig(
-            level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", datefmt="%H:%M:%S"
-        )
-        run_stage(lambda _cfg: export(args.model, args.to, args.system, args.adapter_only, args.force), None)
+    path_command(
+        list(sys.argv[1:] if argv is None else argv),
+        USAGE,
+        parse,
+        lambda args: export(args.model, args.to, args.system, args.adapter_only, args.force),
+    )
 
 
 def check_target(to: Path, force: bool) -> None:
