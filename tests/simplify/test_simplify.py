@@ -264,7 +264,8 @@ def test_simplify_a_tiny_run(tiny_run, tmp_path):
     assert all(f"<h2>{k} ({lang})</h2>" in view for k, (lang, _) in texts.items())
     assert "system: finetuned_theta1" in proc.stderr  # the sweep's selection; copy is skipped
     for system in ("finetuned_theta1", "zero_shot"):  # each system's whole config beside its outputs
-        assert "max_new_tokens:" in (tiny_run / "systems" / system / "config.yaml").read_text(encoding="utf-8")
+        saved = tiny_run / "systems" / system / "config.yaml"
+        assert "max_new_tokens:" in saved.read_text(encoding="utf-8")
     assert "documents: 3" in proc.stdout and "sentences: 6" in proc.stdout
     records = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert [r["id"] for r in records] == ["a", "b", "c"]
