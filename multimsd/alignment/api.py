@@ -8,6 +8,7 @@ output directory or one article pair at a time:
 - :func:`read_output_config`: the config an ``align.py`` output was made with (``align_config.yaml``);
 - :func:`segment_articles`: article pairs segmented as the run segmented them (sentence positions mean what
   they meant to the aligner);
+- :func:`segment_text`: one document's sentences, by the segmenter every stage uses (``multimsd simplify``'s);
 - :func:`make_embedder`: the run's embedder over its on-disk cache;
 - :func:`aligner`, :func:`aligner_defaults`, :func:`align_article`: a registered aligner, its default
   options, and its alignments of one article pair (θ by the aligner's own rule, then the run's post-filters);
@@ -55,6 +56,14 @@ def segment_articles(pairs: list[ArticlePair], cfg: AlignConfig) -> list[tuple[l
     from multimsd.alignment.encode import segment_pairs
 
     return segment_pairs(pairs, cfg.segment.cleanup, cfg.segment.boilerplate_fraction, show_progress=False)
+
+
+def segment_text(text: str, lang: str) -> list[str]:
+    """The sentences of one document in ``lang``, cut as ``multimsd simplify`` and the alignment cut them; an
+    unknown language is one error line."""
+    from multimsd.alignment.segment import segment_document
+
+    return segment_document(text, lang)
 
 
 def make_embedder(cfg: AlignConfig) -> Embedder:
@@ -163,6 +172,7 @@ __all__ = [
     "mean_string_score",
     "read_output_config",
     "segment_articles",
+    "segment_text",
     "string_scorers",
     "string_scores",
 ]

@@ -111,20 +111,20 @@ def export(
     cfg = source.config
     if source.weights is None:
         raise MultimsdError(
-            f"system {source.system}: prompted 0-shot, no trained weights; its model is {cfg.model.pretrained}"
+            f"system {source.name}: prompted 0-shot, no trained weights; its model is {cfg.model.pretrained}"
         )
     if cfg.model.kind == "lstm":
-        raise MultimsdError(f"system {source.system}: the legacy LSTM is not a 🤗 transformers model")
+        raise MultimsdError(f"system {source.name}: the legacy LSTM is not a 🤗 transformers model")
     if adapter_only and not _lora(cfg):
-        raise MultimsdError(f"--adapter-only: system {source.system} has no LoRA adapter (fully fine-tuned)")
+        raise MultimsdError(f"--adapter-only: system {source.name} has no LoRA adapter (fully fine-tuned)")
     train_results = source.weights.parent / "all_results.json"
     results = json.loads(train_results.read_text(encoding="utf-8")) if train_results.is_file() else {}
     cfg.hub.merge_lora = not adapter_only
-    scores = run_scores(Path(model).expanduser().resolve(), source.system)
+    scores = run_scores(Path(model).expanduser().resolve(), source.name)
     with interrupts.note(state=f"nothing written to {target}"), atomic_directory(target) as tmp:
         prepare_upload(cfg, source.weights, results, tmp, scores)
         (tmp / "multimsd_results.json").unlink(missing_ok=True)  # the card has the numbers; this is ours
-        record = {"system": source.system, "source": str(source.path), "merged": not adapter_only}
+        record = {"system": source.name, "source": str(source.path), "merged": not adapter_only}
         (tmp / MARKER).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-    print(f"exported {source.system} to {target}")
+    print(f"exported {source.name} to {target}")
     return target

@@ -41,7 +41,6 @@ SENTENCES_PER_CALL = (
     512  # sentences of whole documents that go to one generate call (eval.max_batch_tokens batches them)
 )
 DOCS_PER_CALL = 256  # at most this many documents a call (records are written after each call)
-NO_SPACE = ("ja", "zh")  # sentences joined without a space
 
 
 @dataclass
@@ -154,55 +153,20 @@ def batches(
         yield batch
 
 
-def record(doc: Document, sentences: list[str], outputs: list[str], source: Source, terms=None) -> dict:
-    """OUT's record of one document; per sentence the safety checks' reasons (numbers, negation, and the
-    source's medical terms when ``terms``, the language's dictionary, is given)."""
-    from multimsd.metrics.safety import check_sentence
+def record(doc: Document, rows: list[dict], source: Source) -> dict:
+    """OUT's record of one document from its checked sentences
+    (:func:`multimsd.training.system.simplify_sentences`)."""
+    from multimsd.training.system import joined
 
-    rows = []
-    for s, o in zip(sentences, outputs):
-        row = {
-            "source": s,
-            "output": str(o),
-            "flags": [f"{f.check}: {f.reason}" for f in check_sentence(s, o, doc.lang, terms)],
-        }
-        if getattr(o, "cut", None):  # generation stopped at eval.max_new_tokens, not at an end token
-            row["cut"] = True
-        rows.append(row)
-    joiner = "" if doc.lang in NO_SPACE else " "
     return {
         "id": doc.id,
         "lang": doc.lang,
-        "text": joiner.join(o for o in (r["output"].strip() for r in rows) if o),
+        "text": joined(doc.lang, rows),
         "sentences": rows,
         "flagged": sum(1 for r in rows if r["flags"]),
-        "system": source.system,
+        "system": source.name,
         "model": str(source.path),
     }
-
-
-def load(source: Source):
-    """(model, tokenizer, accelerator) of the source: the base model as the training built it, then its best
-    weights (:func:`multimsd.training.results.load_best`, which checks the manifest)."""
-    from accelerate import Accelerator
-
-    from multimsd.training.kinds import get_kind
-    from multimsd.training.modeling import load_model_and_tokenizer, model_path
-    from multimsd.training.results import load_best
-
-    cfg = source.config
-    kind = get_kind(cfg.model.kind)
-    if cfg.model.kind == "lstm" and source.weights is not None:
-        # a scratch LSTM builds its vocabularies from the training split: its best/ holds them, load that
-        cfg.model.pretrained = str(source.weights)
-    model_path(cfg.model)  # a local model is built before Accelerator() (multimsd.training.modeling)
-    accelerator = Accelerator()
-    model, tokenizer = load_model_and_tokenizer(cfg.model)
-    if source.weights is not None:
-        model = load_best(cfg, kind, source.weights, accelerator, model)
-    model = model.to(accelerator.device)
-    model.eval()
-    return model, tokenizer, accelerator
 
 
 def simplify(
@@ -210,7 +174,7 @@ def simplify(
 ) -> Totals:
     """Simplify every document of ``inp`` not yet in ``out`` (``ids``: those of ``inp``, :meth:`Input.check`);
     ``terms(lang)``: the dictionary whose terms the checks look for (None: no term check)."""
-    from multimsd.training.predict import generate
+    from multimsd.training.system import load, simplify_sentences
 
     t = Totals()
     out = Path(out).expanduser().resolve()
@@ -223,7 +187,8 @@ def simplify(
         if not todo:
             log.info("nothing to do: every document is in %s", out)
             return t
-        model, tokenizer, accelerator = load(source)
+        loaded = load(source)
+        tokenizer = loaded[1]
         writer = Writer(out)
         t0 = time.perf_counter()
         with interrupts.note(
@@ -233,21 +198,12 @@ def simplify(
         ):
             try:
                 for batch in batches(inp.documents(), done, docs_per_call):
-                    rows = [{"complex": s, "lang": d.lang} for d, ss in batch for s in ss]
-                    outputs = (
-                        generate(source.config, model, tokenizer, rows, accelerator, final=True)
-                        if rows
-                        else []
-                    )
-                    t.tokens += sum(
-                        len(tokenizer(str(o), add_special_tokens=False)["input_ids"]) for o in outputs
-                    )
-                    k = 0
-                    for d, ss in batch:
-                        rec = record(
-                            d, ss, outputs[k : k + len(ss)], source, terms(d.lang) if terms else None
+                    checked = simplify_sentences(source, loaded, [(d.lang, ss) for d, ss in batch], terms)
+                    for (d, ss), rows in zip(batch, checked):
+                        t.tokens += sum(
+                            len(tokenizer(r["output"], add_special_tokens=False)["input_ids"]) for r in rows
                         )
-                        k += len(ss)
+                        rec = record(d, rows, source)
                         writer.write(rec)
                         t.documents += 1
                         t.sentences += len(ss)

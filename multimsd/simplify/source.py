@@ -7,24 +7,22 @@ MODEL is
   or ``--system NAME``. Copy baselines have no model; of a sweep only the system the sweep selected on
   validation (``run.json`` → ``sweep.selected``) is a candidate, so the test split does not choose θ here
   either. When every candidate is flagged (degenerate outputs), the first of them in the ranking is used,
-  with a warning naming its flags. The system's config is the one the run trained it with, rebuilt by the
-  run's own planner (:func:`multimsd.pipeline.run.plan`) from the config recorded in ``run.json``; its
-  weights are ``systems/<name>/best/`` (a 0-shot prompted system: the pretrained model as it is);
-* a training output directory (``train_config.json`` and ``best/``): its recorded model / data / loss /
-  optimiser settings over :class:`~multimsd.training.config.TrainConfig`'s defaults (its ``eval.*`` are the
-  defaults: ``train_config.json`` does not record them).
-
+  with a warning naming its flags. The system's config is the one saved beside its outputs
+  (``systems/<name>/config.yaml``; a run made before those were saved: rebuilt by the run's own planner,
+  :func:`multimsd.pipeline.run.plan`, from the config recorded in ``run.json``); its weights are
+  ``systems/<name>/best/`` (a 0-shot prompted system: the pretrained model as it is). The choice and the
+  loading are :mod:`multimsd.training.system`'s, which the studio's simplify view shares;
+* a training output directory (``train_config.json`` and ``best/``): its ``config.yaml``, or for one written
+  before those were saved its recorded model / data / loss / optimiser settings over
+  :class:`~multimsd.training.config.TrainConfig`'s defaults (``eval.*`` then the defaults);
 * a plain model, prompted 0-shot with the project's instruction (:func:`zero_shot_config`).
 
-``key=value`` overrides (``eval.*`` only) are merged into
-the config, OmegaConf's dotlist rules.
+``key=value`` overrides (``eval.*`` only) are merged into the config, OmegaConf's dotlist rules.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-from dataclasses import dataclass
 from pathlib import Path
 
 from omegaconf import OmegaConf
@@ -32,22 +30,12 @@ from omegaconf.errors import OmegaConfBaseException
 
 from multimsd.errors import MultimsdError
 from multimsd.training.config import TrainConfig
+from multimsd.training.system import RUN_MARKER, pick, read_json, run_systems, saved_config, why_not
+from multimsd.training.system import System as Source
 
 log = logging.getLogger("multimsd.simplify")
 
-RUN_MARKER = "run.json"  # = pipeline.run.RUN_MARKER; the planner is imported for a run directory only
 TRAIN_MARKER = "train_config.json"
-
-
-@dataclass
-class Source:
-    """The system that simplifies: its name, its config, its trained weights (None: the pretrained model as
-    it is, a 0-shot system) and the path written into every record (``model``)."""
-
-    system: str
-    config: TrainConfig
-    weights: Path | None
-    path: Path
 
 
 def resolve(model: str, system: str | None = None, overrides: list[str] | None = None) -> Source:
@@ -71,24 +59,18 @@ def resolve(model: str, system: str | None = None, overrides: list[str] | None =
 
 
 # ------------------------------------------------------------------------------------------- a run
-def _read_json(path: Path, what: str) -> dict:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise MultimsdError(f"{path}: missing ({what})") from None
-    except (OSError, ValueError) as e:
-        raise MultimsdError(f"{path}: cannot be read ({what}): {e}") from None
-    if not isinstance(data, dict):
-        raise MultimsdError(f"{path}: not a JSON object ({what})")
-    return data
-
-
 def from_run(run_dir: Path, system: str | None):
-    """(name, composed train config, weights directory or None) of the run's chosen system."""
-    info = _read_json(run_dir / RUN_MARKER, "the run's record")
-    systems: dict = info.get("systems") or {}
-    stages = {s.system: s for s in run_plan(run_dir, info) if s.kind == "train"}
-    candidates = {n: why_not(run_dir, n, sc, stages.get(n)) for n, sc in systems.items()}
+    """(name, config, weights directory or None) of the run's chosen system. Its config is the one saved
+    beside its outputs (``systems/<name>/config.yaml``); a run made before those were saved is planned again
+    from the config ``run.json`` records."""
+    info, systems = run_systems(run_dir)
+    configs = {n: saved_config(run_dir / "systems" / n) for n in systems}
+    if any(configs[n] is None and sc.get("kind") != "copy" for n, sc in systems.items()):
+        planned = {s.system: s.config for s in run_plan(run_dir, info) if s.kind == "train"}
+        configs = {n: c if c is not None else planned.get(n) for n, c in configs.items()}
+    candidates = {
+        n: why_not(run_dir / "systems" / n, sc.get("kind"), configs[n]) for n, sc in systems.items()
+    }
     if system is not None:
         if system not in systems:
             raise MultimsdError(f"--system {system}: no such system in {run_dir} ({', '.join(systems)})")
@@ -98,7 +80,7 @@ def from_run(run_dir: Path, system: str | None):
     else:
         name = pick(run_dir, info, {n for n, why in candidates.items() if not why}, candidates)
     weights = run_dir / "systems" / name / "best" if systems[name]["kind"] == "train" else None
-    return name, stages[name].config, weights
+    return name, configs[name], weights
 
 
 def run_plan(run_dir: Path, info: dict) -> list:
@@ -120,83 +102,11 @@ def run_plan(run_dir: Path, info: dict) -> list:
     return plan(cfg, run_dir)
 
 
-def why_not(run_dir: Path, name: str, sc: dict, stage) -> str:
-    """Why system ``name`` cannot simplify (empty: it can)."""
-    kind = sc.get("kind")
-    if kind == "copy" or stage is None:
-        return "a copy baseline has no model"
-    if kind == "icl":
-        shots = stage.config.icl.shots
-        return (
-            f"{shots}-shot prompting is not supported yet (its shots are the run's validation pairs)"
-            if shots
-            else ""
-        )
-    best = run_dir / "systems" / name / "best"
-    return "" if best.is_dir() else f"no trained model ({best} is missing: its training did not finish)"
-
-
-def pick(run_dir: Path, info: dict, usable: set[str], why: dict[str, str]) -> str:
-    """The best usable system by the evaluation's ranking; of a sweep only its selected system."""
-    if not usable:
-        reasons = "; ".join(f"{n}: {w}" for n, w in why.items())
-        raise MultimsdError(f"{run_dir}: no system with a model to simplify with ({reasons})")
-    sweep = info.get("sweep") or {}
-    if sweep.get("selected"):
-        chosen = sweep["selected"]
-        keep = {chosen, *((sweep.get("seed_systems") or {}).get(chosen) or [])}
-        swept = set(sweep.get("systems") or []) | {
-            m for ms in (sweep.get("seed_systems") or {}).values() for m in ms
-        }
-        usable = {n for n in usable if n not in swept or n in keep}
-    results = run_dir / "results.json"
-    ranking = (
-        (_read_json(results, "the run's results") if results.exists() else {}).get("ranking") or {}
-    ).get("overall")
-    if not ranking:
-        raise MultimsdError(
-            f"{results}: no ranking (the run's evaluation did not finish); name one with --system"
-        )
-    placed = [p for p in ranking if p.get("system") in usable]
-    if not placed:
-        raise MultimsdError(
-            f"{results}: none of {', '.join(sorted(usable))} is ranked; name one with --system"
-        )
-    first = next((p for p in placed if not p.get("flagged")), None)
-    if first is None:
-        first = placed[0]
-        log.warning(
-            "every system with a model is flagged in the ranking; %s flagged (%s) is used",
-            first["system"],
-            ", ".join(first["flagged"]),
-        )
-    log.info(
-        "system: %s (best by %s of %s)",
-        first["system"],
-        "the ranking",
-        ", ".join(p["system"] for p in placed),
-    )
-    return first["system"]
-
-
 # ------------------------------------------------------------------------------------------- a training dir
-def saved_config(out: Path):
-    """The whole config the training saved beside its outputs (``config.yaml``, decoding settings included), or
-    None for one written before it did."""
-    from multimsd.training.results import load_config
-
-    try:
-        return load_config(out)
-    except (OSError, OmegaConfBaseException) as e:
-        raise MultimsdError(
-            f"{out / 'config.yaml'}: cannot be read: {str(e).strip().splitlines()[0]}"
-        ) from None
-
-
 def train_dir_config(out: Path):
     """The config of a training output directory: ``train_config.json`` (model, data, loss, optim, seed) over
     the schema's defaults, as :func:`multimsd.training.loop.to_train_config` reads a plain dict."""
-    recorded = _read_json(out / TRAIN_MARKER, "the training's config")
+    recorded = read_json(out / TRAIN_MARKER, "the training's config")
     return OmegaConf.create({**recorded, "output": {"dir": str(out)}})
 
 

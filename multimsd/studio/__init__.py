@@ -11,9 +11,10 @@ Read in this order:
   (routes, script, ``/api/info`` entry, command-line options, start-up checks), one ``register_view``;
 - the views, each one module + one script in ``static/``: :mod:`multimsd.studio.alignments` (the alignment
   view, with :mod:`multimsd.studio.scorers`: other aligners, candidate scorers), :mod:`multimsd.studio.theta`
-  (P/R/F1 against θ, agreement between annotators) and :mod:`multimsd.studio.review` (the outputs view:
-  a run's test outputs per system, highlighted, rated 1-5, blind if you like); :mod:`multimsd.studio.views`
-  registers them;
+  (P/R/F1 against θ, agreement between annotators), :mod:`multimsd.studio.review` (the outputs view:
+  a run's test outputs per system, highlighted, rated 1-5, blind if you like) and
+  :mod:`multimsd.studio.simplifier` (a typed paragraph simplified by one of the run's systems, with the
+  safety flags); :mod:`multimsd.studio.views` registers them;
 - :mod:`multimsd.studio.app` is the Starlette app: the page, ``/api/info`` and every registered view's routes,
   the access token;
 - :mod:`multimsd.studio.cli` is the command: arguments, start-up checks (one ``error:`` line, exit 2), uvicorn;

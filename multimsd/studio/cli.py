@@ -36,7 +36,9 @@ embeddings, and gold alignments written as you go to STUDIO/gold-NAME.jsonl (the
 `multimsd align mode=gold gold.path=…`), every action journalled in STUDIO/journal-NAME.jsonl first. STUDIO is
 PATH/studio for a run directory, PATH-studio beside a `multimsd align` output (which a re-run replaces whole).
 A run directory with test predictions also gets the outputs view: every system's outputs per test row, rated
-1-5 (blind if you like) into STUDIO/ratings-NAME.jsonl, which the run's report summarises.
+1-5 (blind if you like) into STUDIO/ratings-NAME.jsonl, which the run's report summarises. A run directory with
+a system that can simplify also gets the simplify view: a paragraph you type, simplified by a system you pick,
+with the safety flags of `multimsd simplify` (nothing written).
 Sentences are numbered from 1 on the page and in every message; the gold file counts positions from 0.
 
   --host H          address to listen on (default 127.0.0.1); any other needs the token printed in the URL

@@ -2,13 +2,13 @@
 
 Their order, and so their number keys, is each view's ``order``: 1 the alignments
 (:mod:`multimsd.studio.alignments`), 2 the θ view (:mod:`multimsd.studio.theta`), 3 the outputs
-(:mod:`multimsd.studio.review`). A view of your own registers itself the same way (``register_view``), in a
-module imported before the studio starts.
+(:mod:`multimsd.studio.review`), 4 simplify (:mod:`multimsd.studio.simplifier`). A view of your own registers
+itself the same way (``register_view``), in a module imported before the studio starts.
 """
 
 from __future__ import annotations
 
-from multimsd.studio import alignments, review, theta  # noqa: F401  (each registers its view)
+from multimsd.studio import alignments, review, simplifier, theta  # noqa: F401  (each registers its view)
 from multimsd.studio.registry import View, registered
 
 

@@ -117,10 +117,18 @@ class Chromium:
         status = self.js("document.getElementById('status').textContent")
         raise AssertionError(f"timed out waiting for {expression}; status line: {status!r}")
 
-    def key(self, key: str) -> None:
-        text = key if len(key) == 1 else ""
-        self.send("Input.dispatchKeyEvent", session=True, type="keyDown", key=key, text=text)
-        self.send("Input.dispatchKeyEvent", session=True, type="keyUp", key=key)
+    def key(self, key: str, ctrl: bool = False) -> None:
+        """One key press as a keyboard makes it (a printable key also types its character); ``ctrl``: with
+        Control held (no character typed then)."""
+        text = key if len(key) == 1 and not ctrl else ""
+        mods = 2 if ctrl else 0
+        self.send("Input.dispatchKeyEvent", session=True, type="keyDown", key=key, text=text, modifiers=mods)
+        self.send("Input.dispatchKeyEvent", session=True, type="keyUp", key=key, modifiers=mods)
+
+    def type(self, text: str) -> None:
+        """``text`` typed key by key (each character a key press: the page's key handlers see every one)."""
+        for ch in text:
+            self.key(ch)
 
     def click(self, selector: str, shift: bool = False) -> None:
         """A left click in the middle of the element (scrolled into view); ``shift``: with Shift held."""

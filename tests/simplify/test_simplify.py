@@ -127,7 +127,7 @@ def test_model_that_is_neither_a_run_nor_a_training_dir_nor_a_model(tmp_path, mo
 def test_a_plain_model_is_prompted_zero_shot_like_a_runs_zero_shot_system():
     source = resolve("tiny:llama", overrides=["eval.max_new_tokens=7"])
     cfg = source.config
-    assert source.system == "tiny:llama" and source.weights is None
+    assert source.name == "tiny:llama" and source.weights is None
     assert (cfg.model.kind, cfg.model.pretrained, cfg.model.lora.enabled) == ("causal", "tiny:llama", False)
     assert (cfg.mode, cfg.icl.shots, cfg.eval.max_new_tokens) == ("icl", 0, 7)
     assert resolve("tiny:mbart").config.model.kind == "seq2seq"  # an encoder-decoder: the sentence as it is
@@ -174,13 +174,13 @@ def test_a_cut_last_line_is_removed_and_its_document_done_again(tmp_path, monkey
         tmp_path / "in.jsonl",
         [{"id": f"d{k}", "lang": "en", "text": f"Take {k} mg. Do not drive."} for k in range(4)],
     )
-    import multimsd.simplify.run as run_mod
     import multimsd.training.predict as predict
+    import multimsd.training.system as system_mod
 
     def words(text, add_special_tokens=False):  # a tokenizer: a token a word
         return {"input_ids": text.split()}
 
-    monkeypatch.setattr(run_mod, "load", lambda source: (None, words, None))
+    monkeypatch.setattr(system_mod, "load", lambda source: (None, words, None))
     monkeypatch.setattr(
         predict, "generate", lambda cfg, m, t, rows, acc, final=False: [r["complex"] for r in rows]
     )
@@ -393,10 +393,10 @@ def test_export_loads_with_plain_transformers_and_decodes_as_simplify(tiny_run, 
     model = AutoModelForCausalLM.from_pretrained(out).eval()
     prompt = json.loads((out / "multimsd_prompt.json").read_text(encoding="utf-8"))
     # the trained system as multimsd loads it (LoRA merged as the evaluation merges it), for its new tokens
-    from multimsd.simplify.run import load
     from multimsd.simplify.source import resolve
     from multimsd.training.decode import merged_lora
     from multimsd.training.kinds import get_kind
+    from multimsd.training.system import load
 
     source = resolve(str(tiny_run), "finetuned_theta1")
     ours, _, _ = load(source)
@@ -522,19 +522,25 @@ def test_the_view_marks_novel_words_terms_and_flags(tmp_path):
     assert 'class="term"' not in none and 'class="novel"' in none
 
 
-def test_the_terms_check_flags_a_dropped_term_and_none_turns_it_off(tmp_path):
+def test_the_terms_check_flags_a_dropped_term_and_none_turns_it_off(tmp_path, monkeypatch):
+    import multimsd.training.predict as predict
     from multimsd.simplify.cli import dictionaries
     from multimsd.simplify.documents import Document
     from multimsd.simplify.run import record
+    from multimsd.training.system import simplify_sentences
 
     terms = dictionaries(None)  # the bundled sample lists, as the evaluation's default
-    doc = Document("d", "en", "x")
     src = Source("s", None, None, tmp_path)
-    rec = record(doc, ["Asthma is a chronic disease."], ["It is a long illness."], src, terms("en"))
+
+    def checked(output: str, terms=None) -> dict:
+        monkeypatch.setattr(predict, "generate", lambda cfg, m, t, rows, acc, final=False: [output])
+        rows = simplify_sentences(src, (None, None, None), [("en", ["Asthma is a chronic disease."])], terms)
+        return record(Document("d", "en", "x"), rows[0], src)
+
+    rec = checked("It is a long illness.", terms)
     assert rec["sentences"][0]["flags"] == ["terms: medical term 'asthma' of the source is not in the output"]
-    assert record(doc, ["Asthma is a chronic disease."], ["It is a long illness."], src)["flagged"] == 0
-    kept = record(doc, ["Asthma is a chronic disease."], ["Asthma is a long illness."], src, terms("en"))
-    assert kept["flagged"] == 0
+    assert checked("It is a long illness.")["flagged"] == 0
+    assert checked("Asthma is a long illness.", terms)["flagged"] == 0
 
 
 def test_a_training_dir_with_its_saved_config_keeps_its_decoding_settings(tmp_path):

@@ -596,6 +596,7 @@ def test_a_view_registers_once_and_gets_its_route_script_info_option_and_key(
         ("theta", "2", True),
         ("toy", "3", True),
         ("review", "4", False),  # this run has no test outputs
+        ("simplify", "5", False),  # nor systems
     ]
     page = client.get("/").text
     assert '<button data-view="toy" data-key="3" title="3">toy</button>' in page

@@ -30,8 +30,6 @@
 #view-review .rate.pending .crit { color: #3366cc; font-weight: 600; }
 #view-review .rate button { width: 2.2em; border: 1px solid #bbb; background: #fff; border-radius: 3px; cursor: pointer; }
 #view-review .rate button.on { background: #3366cc; color: #fff; border-color: #3366cc; }
-.novel { background: #fff0b3; }
-.term { border-bottom: 2px solid #c0392b; }
 #review-tools .legend span { padding: 0 4px; }
 ` }));
 
@@ -53,29 +51,7 @@
     "simplicity, meaning, fluency (or click) · <kbd>b</kbd> blind on / off";
 
   // ---- drawing
-  function marked(text, novel, terms) {
-    // Text with <span class=novel|term> over the server's spans (overlaps get both classes); textContent only.
-    // An empty text (a system that wrote nothing for the row) reads "(empty)", as in the report.
-    if (!text.trim()) return el("p", { className: "text empty", textContent: "(empty)" });
-    const cuts = new Set([0, text.length]);
-    for (const [a, b] of [...(novel || []), ...(terms || [])]) { cuts.add(a); cuts.add(b); }
-    const pts = [...cuts].sort((x, y) => x - y);
-    const out = document.createElement("p");
-    out.className = "text";
-    for (let k = 0; k + 1 < pts.length; k++) {
-      const [a, b] = [pts[k], pts[k + 1]];
-      const cls = [];
-      if ((novel || []).some(([s, e]) => s <= a && b <= e)) cls.push("novel");
-      const t = (terms || []).find(([s, e]) => s <= a && b <= e);
-      if (t) cls.push("term");
-      const span = document.createElement("span");
-      span.textContent = text.slice(a, b);
-      if (cls.length) span.className = cls.join(" ");
-      if (t) span.title = t[2];
-      out.append(span);
-    }
-    return out;
-  }
+  const marked = st.marked;  // the frame's: the simplify view draws its marks the same way
 
   function draw() {
     const v = R.item;

@@ -26,6 +26,31 @@ const studio = (() => {
   }
 
   const q = (o) => new URLSearchParams(o).toString();
+
+  // Text with <span class=novel|term> over the server's character spans (novel: [start, end], terms: [start,
+  // end, term]; overlaps get both classes); textContent only, never HTML. An empty text (a system that wrote
+  // nothing) reads "(empty)", as in the report. The outputs and the simplify views draw with it.
+  function marked(text, novel, terms, tag = "p") {
+    if (!text.trim()) return Object.assign(document.createElement(tag), { className: "text empty", textContent: "(empty)" });
+    const cuts = new Set([0, text.length]);
+    for (const [a, b] of [...(novel || []), ...(terms || [])]) { cuts.add(a); cuts.add(b); }
+    const pts = [...cuts].sort((x, y) => x - y);
+    const out = document.createElement(tag);
+    out.className = "text";
+    for (let k = 0; k + 1 < pts.length; k++) {
+      const [a, b] = [pts[k], pts[k + 1]];
+      const cls = [];
+      if ((novel || []).some(([s, e]) => s <= a && b <= e)) cls.push("novel");
+      const t = (terms || []).find(([s, e]) => s <= a && b <= e);
+      if (t) cls.push("term");
+      const span = document.createElement("span");
+      span.textContent = text.slice(a, b);
+      if (cls.length) span.className = cls.join(" ");
+      if (t) span.title = t[2];
+      out.append(span);
+    }
+    return out;
+  }
   const status = (t) => { $("status").textContent = t; };
   const views = {};
   const button = (name) => $("views").querySelector(`[data-view="${CSS.escape(name)}"]`);
@@ -34,7 +59,7 @@ const studio = (() => {
   const first = () => [...$("views").children].map((b) => b.dataset.view).find(usable);
 
   const self = {
-    api, q, status, $, info: null, current: null,
+    api, q, status, $, marked, info: null, current: null,
     register(name, view) {
       if (!button(name)) { console.error(`studio: view ${name} is not registered on the server`); return; }
       views[name] = view;
@@ -58,7 +83,9 @@ const studio = (() => {
   };
 
   document.addEventListener("keydown", (e) => {
-    if (e.target.tagName === "INPUT" || e.target.tagName === "SELECT" || e.ctrlKey || e.metaKey || e.altKey) return;
+    // Typing into a field is not a command: a digit in a text box must not switch the view.
+    if (["INPUT", "SELECT", "TEXTAREA"].includes(e.target.tagName) || e.target.isContentEditable) return;
+    if (e.ctrlKey || e.metaKey || e.altKey) return;
     const view = views[self.current];  // the view sees its keys first (a digit may be a rating there)
     if (view && view.key && view.key(e)) { e.preventDefault(); return; }
     const b = /^[1-9]$/.test(e.key) && $("views").querySelector(`[data-key="${e.key}"]`);

@@ -1,0 +1,177 @@
+"""The simplify view: type or paste a paragraph, pick one of the run's systems, and read its simplification
+sentence by sentence beside the source, with novel words, medical terms and the safety flags marked.
+
+It is ``multimsd simplify`` on one document, in the page: the same system loading and the same decoding and
+checks (:mod:`multimsd.training.system`: each system's saved ``config.yaml`` and ``best/``, the evaluation's
+``eval.*`` settings, :func:`~multimsd.training.system.simplify_sentences`), the same segmenter
+(:func:`multimsd.alignment.api.segment_text`), so what the page shows is what the command writes for the same
+text. The marks are the outputs view's (:class:`multimsd.studio.review.Highlighter`: the run's evaluation
+settings and term lists), and the term check uses the same dictionary.
+
+Which systems: those ``run.json`` lists whose directory has ``config.yaml`` and a model (a trained system's
+``best/``, or a 0-shot prompted one); the others are listed with the reason they cannot simplify. The one
+selected first is the run's best by the report's ranking (:func:`multimsd.training.system.pick`). One model
+is held in memory at a time, loaded on the first request that names it; requests are served one at a time
+(a lock), off the event loop, so the page stays responsive while a model loads or generates. Nothing is
+written: the view reads the run and keeps no record.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from multimsd import LANGUAGES
+from multimsd.errors import MultimsdError
+from multimsd.studio.corpus import find_align_dir
+from multimsd.studio.registry import Studio, View, register_view
+from multimsd.studio.review import Highlighter
+
+MAX_CHARS = 20_000  # a pasted paragraph or a leaflet, not a book: longer ones go to `multimsd simplify`
+MAX_SENTENCES = 200
+
+
+class Simplifier:
+    """The run's systems that can simplify, the one model loaded now, and the highlighter."""
+
+    def __init__(self, root: Path):
+        from multimsd.training.system import pick, run_systems, saved_config, why_not
+
+        self.root = root
+        info, systems = run_systems(root)
+        self.configs = {n: saved_config(root / "systems" / n) for n in systems}
+        self.why = {
+            n: why_not(root / "systems" / n, sc.get("kind"), self.configs[n]) for n, sc in systems.items()
+        }
+        usable = {n for n, w in self.why.items() if not w}
+        self.default = None
+        if usable:
+            try:
+                self.default = pick(root, info, usable, self.why, quiet=True)
+            except MultimsdError:  # no ranking (the evaluation did not finish): the first by name
+                self.default = sorted(usable)[0]
+        self.highlight = Highlighter(root)
+        self.lock = threading.Lock()
+        self.loaded: tuple[str, object, tuple] | None = (
+            None  # (name, System, (model, tokenizer, accelerator))
+        )
+
+    def info(self) -> dict:
+        return {
+            "systems": [{"name": n, "usable": not w, "why": w} for n, w in self.why.items()],
+            "default": self.default,
+            "languages": list(LANGUAGES),
+            "max_chars": MAX_CHARS,
+        }
+
+    def system(self, name: str):
+        """(System, loaded model) of ``name``, loading it (and dropping the one held before) when it is new."""
+        if self.loaded is None or self.loaded[0] != name:
+            from multimsd.training.system import load, to_system
+
+            self.loaded = None  # the old model goes before the new one is loaded: one in memory
+            system = to_system(name, self.configs[name], self.root / "systems" / name)
+            self.loaded = (name, system, load(system))
+        return self.loaded[1], self.loaded[2]
+
+    def simplify(self, name: str, lang: str, text: str) -> dict:
+        """One document through ``name``: per sentence the source, the output, the safety flags and the marks."""
+        from multimsd.alignment.api import segment_text
+        from multimsd.training.system import joined, simplify_sentences
+
+        sentences = segment_text(text, lang)
+        if not sentences:
+            raise ValueError("no sentence in the text")
+        if len(sentences) > MAX_SENTENCES:
+            raise ValueError(
+                f"{len(sentences)} sentences: at most {MAX_SENTENCES} here (use `multimsd simplify` for more)"
+            )
+        t0 = time.perf_counter()
+        system, loaded = self.system(name)
+        load_s = time.perf_counter() - t0
+        rows = simplify_sentences(system, loaded, [(lang, sentences)], self.highlight.dictionary)[0]
+        hl = self.highlight
+        for r in rows:
+            r["source_terms"] = hl.terms(lang, r["source"])
+            r["terms"] = hl.terms(lang, r["output"])
+            r["novel"] = hl.novel(lang, r["source"], r["output"])
+        return {
+            "system": name,
+            "lang": lang,
+            "text": joined(lang, rows),
+            "sentences": rows,
+            "flagged": sum(1 for r in rows if r["flags"]),
+            "seconds": round(time.perf_counter() - t0 - load_s, 3),
+            "load_seconds": round(load_s, 3),
+        }
+
+
+def routes(state: Simplifier) -> list[Route]:
+    """``POST /api/simplify`` with ``{"text", "lang", "system"}`` (``system`` defaults to the run's best)."""
+
+    async def simplify(request: Request) -> JSONResponse:
+        if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
+            return JSONResponse({"error": "send the text as application/json"}, 415)
+        try:
+            body = await request.json()
+            text, lang, name = body.get("text"), body.get("lang"), body.get("system") or state.default
+        except (ValueError, AttributeError):
+            return JSONResponse({"error": "a JSON object"}, 400)
+        if not isinstance(text, str) or not text.strip():
+            return JSONResponse({"error": "text: the paragraph to simplify (not empty)"}, 400)
+        if len(text) > MAX_CHARS:
+            return JSONResponse(
+                {"error": f"{len(text)} characters: at most {MAX_CHARS} here (use `multimsd simplify`)"}, 413
+            )
+        if lang not in LANGUAGES:
+            return JSONResponse({"error": f"lang: one of {', '.join(LANGUAGES)}"}, 400)
+        if name not in state.why:
+            return JSONResponse({"error": f"no system {name!r} in this run"}, 404)
+        if state.why[name]:
+            return JSONResponse({"error": f"system {name}: {state.why[name]}"}, 409)
+
+        def work() -> dict:
+            with state.lock:  # one model in memory, one request generating at a time
+                return state.simplify(name, lang, text)
+
+        try:
+            return JSONResponse(await run_in_threadpool(work))
+        except ValueError as e:
+            return JSONResponse({"error": str(e)}, 400)
+        except MultimsdError as e:  # the system cannot be loaded (a damaged best/): the reason, one line
+            return JSONResponse({"error": str(e)}, 500)
+
+    return [Route("/api/simplify", simplify, methods=["POST"])]
+
+
+def prepare(studio: Studio) -> Simplifier | None:
+    """The view's state for a run directory with at least one system that can simplify, else None (an
+    ``align`` output, a run with copy baselines only)."""
+    from multimsd.training.system import RUN_MARKER
+
+    root = studio.root
+    if find_align_dir(root) == root or not (root / RUN_MARKER).is_file():
+        return None
+    state = Simplifier(root)
+    return state if state.default is not None else None
+
+
+register_view(
+    View(
+        name="simplify",
+        title="simplify",
+        order=40,
+        script="simplifier.js",
+        routes=routes,
+        info=lambda state: state.info(),
+        prepare=prepare,
+    )
+)
+
+__all__ = ["MAX_CHARS", "MAX_SENTENCES", "Simplifier", "prepare", "routes"]

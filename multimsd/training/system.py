@@ -1,0 +1,229 @@
+"""A system saved on disk, loaded again to generate: what ``multimsd simplify``, ``multimsd export`` and the
+studio's simplify view share.
+
+Every system the training stage decodes with leaves, beside its predictions, ``config.yaml``: the whole
+resolved config, decoding settings included (:func:`multimsd.training.results.save_config`), and, when it was
+trained, ``best/``: its best weights. So a system is loaded from its own directory, without the run that
+planned it (the studio may not import the pipeline). A run directory (``run.json``) lists its systems with
+their kinds; its ``results.json`` ranks them, and :func:`pick` chooses the best one by that ranking, the one
+rule for "best" of :mod:`multimsd.metrics.best` that the report applied.
+
+Read in this order: :class:`System` (name, config, weights), :func:`saved_config` / :func:`why_not` (can this
+directory generate?), :func:`pick` (the run's best), :func:`load` (model, tokenizer, accelerator on the
+device, the best weights checked against their manifest), :func:`simplify_sentences` (the evaluation's
+decoding and the safety checks over documents' sentences).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from multimsd.errors import MultimsdError
+from multimsd.training.config import TrainConfig
+
+log = logging.getLogger("multimsd.simplify")
+
+RUN_MARKER = "run.json"  # = pipeline.run.RUN_MARKER: a run directory holds it (read here, never imported)
+
+
+@dataclass
+class System:
+    """The system that generates: its name, its config, its trained weights (None: the pretrained model as it
+    is, a 0-shot system) and the path written into every record (``model``)."""
+
+    name: str
+    config: TrainConfig
+    weights: Path | None
+    path: Path
+
+
+def read_json(path: Path, what: str) -> dict:
+    """A JSON object from ``path``; one error line naming ``what`` it is when it is missing or not one."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise MultimsdError(f"{path}: missing ({what})") from None
+    except (OSError, ValueError) as e:
+        raise MultimsdError(f"{path}: cannot be read ({what}): {e}") from None
+    if not isinstance(data, dict):
+        raise MultimsdError(f"{path}: not a JSON object ({what})")
+    return data
+
+
+def saved_config(out: Path):
+    """The whole config saved beside a system's outputs (``config.yaml``, a DictConfig), or None for outputs
+    written before it was saved; a damaged one is one error line."""
+    from omegaconf.errors import OmegaConfBaseException
+
+    from multimsd.training.results import CONFIG_FILE, load_config
+
+    try:
+        return load_config(out)
+    except (OSError, OmegaConfBaseException) as e:
+        raise MultimsdError(
+            f"{out / CONFIG_FILE}: cannot be read: {str(e).strip().splitlines()[0]}"
+        ) from None
+
+
+def why_not(sys_dir: Path, kind: str | None, cfg) -> str:
+    """Why the system in ``sys_dir`` (of run kind ``kind``, config ``cfg``: None when there is none) cannot
+    generate; empty when it can."""
+    if kind == "copy":
+        return "a copy baseline has no model"
+    if cfg is None:
+        return "no config.yaml beside its outputs (made by an older multimsd): train it again"
+    if kind == "icl":
+        shots = cfg.icl.shots
+        return (
+            f"{shots}-shot prompting is not supported yet (its shots are the run's validation pairs)"
+            if shots
+            else ""
+        )
+    best = sys_dir / "best"
+    return "" if best.is_dir() else f"no trained model ({best} is missing: its training did not finish)"
+
+
+def run_systems(run_dir: Path) -> tuple[dict, dict[str, dict]]:
+    """(run.json, its systems: name -> {"kind": …}) of a run directory."""
+    info = read_json(run_dir / RUN_MARKER, "the run's record")
+    systems = info.get("systems") or {}
+    if not isinstance(systems, dict):
+        raise MultimsdError(f"{run_dir / RUN_MARKER}: its systems are not a JSON object")
+    return info, systems
+
+
+def pick(run_dir: Path, info: dict, usable: set[str], why: dict[str, str], quiet: bool = False) -> str:
+    """The best usable system of the run by the evaluation's ranking; of a sweep only its selected system
+    competes (validation chose θ; the test split does not choose again). ``why``: each system's reason it
+    cannot generate, for the error when none can."""
+    if not usable:
+        reasons = "; ".join(f"{n}: {w}" for n, w in why.items())
+        raise MultimsdError(f"{run_dir}: no system with a model to simplify with ({reasons})")
+    sweep = info.get("sweep") or {}
+    if sweep.get("selected"):
+        chosen = sweep["selected"]
+        keep = {chosen, *((sweep.get("seed_systems") or {}).get(chosen) or [])}
+        swept = set(sweep.get("systems") or []) | {
+            m for ms in (sweep.get("seed_systems") or {}).values() for m in ms
+        }
+        usable = {n for n in usable if n not in swept or n in keep}
+    results = run_dir / "results.json"
+    ranking = (
+        (read_json(results, "the run's results") if results.exists() else {}).get("ranking") or {}
+    ).get("overall")
+    if not ranking:
+        raise MultimsdError(
+            f"{results}: no ranking (the run's evaluation did not finish); name one with --system"
+        )
+    placed = [p for p in ranking if p.get("system") in usable]
+    if not placed:
+        raise MultimsdError(
+            f"{results}: none of {', '.join(sorted(usable))} is ranked; name one with --system"
+        )
+    first = next((p for p in placed if not p.get("flagged")), None)
+    if first is None:
+        first = placed[0]
+        if not quiet:
+            log.warning(
+                "every system with a model is flagged in the ranking; %s flagged (%s) is used",
+                first["system"],
+                ", ".join(first["flagged"]),
+            )
+    if not quiet:
+        log.info(
+            "system: %s (best by the ranking of %s)", first["system"], ", ".join(p["system"] for p in placed)
+        )
+    return first["system"]
+
+
+def load(system: System):
+    """(model, tokenizer, accelerator) of ``system``: the base model as the training built it, then its best
+    weights (:func:`multimsd.training.results.load_best`, which checks the manifest), in eval mode on the
+    accelerator's device."""
+    from accelerate import Accelerator
+
+    from multimsd.training.kinds import get_kind
+    from multimsd.training.modeling import load_model_and_tokenizer, model_path
+    from multimsd.training.results import load_best
+
+    cfg = system.config
+    kind = get_kind(cfg.model.kind)
+    if cfg.model.kind == "lstm" and system.weights is not None:
+        # a scratch LSTM builds its vocabularies from the training split: its best/ holds them, load that
+        cfg.model.pretrained = str(system.weights)
+    model_path(cfg.model)  # a local model is built before Accelerator() (multimsd.training.modeling)
+    accelerator = Accelerator()
+    model, tokenizer = load_model_and_tokenizer(cfg.model)
+    if system.weights is not None:
+        model = load_best(cfg, kind, system.weights, accelerator, model)
+    model = model.to(accelerator.device)
+    model.eval()
+    return model, tokenizer, accelerator
+
+
+NO_SPACE = ("ja", "zh")  # sentences joined without a space
+
+
+def simplify_sentences(
+    system: System, loaded, docs: list[tuple[str, list[str]]], terms=None
+) -> list[list[dict]]:
+    """Per document ``(lang, sentences)``: per sentence ``{"source", "output", "flags": [...]}`` (and ``"cut":
+    true`` where generation stopped at ``eval.max_new_tokens``, not at an end token). The sentences of every
+    document go to one call of the evaluation's decoding (:func:`multimsd.training.predict.generate`, the
+    system's ``eval.*``, batched by ``eval.max_batch_tokens``), so short documents fill the batches a GPU
+    wants. ``loaded``: :func:`load`'s (model, tokenizer, accelerator); ``terms(lang)``: the dictionary whose
+    terms the safety checks look for (None: no term check)."""
+    from multimsd.metrics.safety import check_sentence
+    from multimsd.training.predict import generate
+
+    model, tokenizer, accelerator = loaded
+    rows = [{"complex": s, "lang": lang} for lang, ss in docs for s in ss]
+    outputs = generate(system.config, model, tokenizer, rows, accelerator, final=True) if rows else []
+    out, k = [], 0
+    for lang, ss in docs:
+        checked = []
+        dictionary = terms(lang) if terms else None
+        for s, o in zip(ss, outputs[k : k + len(ss)]):
+            row = {
+                "source": s,
+                "output": str(o),
+                "flags": [f"{f.check}: {f.reason}" for f in check_sentence(s, o, lang, dictionary)],
+            }
+            if getattr(o, "cut", None):
+                row["cut"] = True
+            checked.append(row)
+        out.append(checked)
+        k += len(ss)
+    return out
+
+
+def joined(lang: str, rows: list[dict]) -> str:
+    """A document's simplified text: its sentences' outputs, joined as the language writes them."""
+    return ("" if lang in NO_SPACE else " ").join(o for o in (r["output"].strip() for r in rows) if o)
+
+
+def to_system(name: str, cfg, sys_dir: Path) -> System:
+    """``cfg`` (a DictConfig from :func:`saved_config`) of the system in ``sys_dir`` as a checked
+    :class:`System`: trained weights from ``best/`` unless it is prompted."""
+    from multimsd.training.loop import to_train_config
+
+    weights = sys_dir / "best" if cfg.get("mode") != "icl" else None  # a prompted system: the base as it is
+    return System(name, to_train_config(cfg), weights, weights or sys_dir)
+
+
+__all__ = [
+    "RUN_MARKER",
+    "System",
+    "joined",
+    "load",
+    "pick",
+    "read_json",
+    "run_systems",
+    "saved_config",
+    "simplify_sentences",
+    "to_system",
+    "why_not",
+]

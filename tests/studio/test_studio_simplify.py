@@ -1,0 +1,139 @@
+"""The studio's simplify view (issue #39 item 5), its API: which of a run's systems can simplify (from each one's
+saved ``config.yaml``, without the run's planner), the run's best selected first, one document through the
+system with the same outputs and flags as ``multimsd simplify``, the marks, one model loaded, and bad requests.
+Its real-browser test is tests/studio/test_studio_simplify_browser.py."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("starlette")
+pytest.importorskip("httpx")
+
+from starlette.testclient import TestClient  # noqa: E402
+from test_studio import run_dir  # noqa: E402, F401  (run_dir: the fixture)
+
+from multimsd.studio import cli  # noqa: E402
+from multimsd.studio.app import create_app  # noqa: E402
+
+pytestmark = pytest.mark.integration  # a tiny model is built and generates
+
+TEXT = "Take 5 mg twice daily. Asthma narrows the airways."
+
+
+def save(root: Path, name: str, settings: dict) -> None:
+    from multimsd.training.loop import to_train_config
+    from multimsd.training.results import save_config
+
+    d = root / "systems" / name
+    d.mkdir(parents=True)
+    save_config(to_train_config(settings), d)
+
+
+def add_systems(root: Path) -> None:
+    """A run's record with four systems: a copy baseline, a 0-shot tiny Llama (the only one that can simplify),
+    a 3-shot one and a trained one whose training did not finish; the ranking puts the copy first."""
+    model = {"kind": "causal", "pretrained": "tiny:llama", "lora": {"enabled": False}}
+    prompted = {"model": model, "mode": "icl", "eval": {"max_new_tokens": 6}}
+    save(root, "zero_shot", {**prompted, "icl": {"shots": 0}})
+    save(root, "three_shot", {**prompted, "icl": {"shots": 3}})
+    save(root, "finetuned", {"model": model, "eval": {"max_new_tokens": 6}})
+    kinds = {"copy": "copy", "zero_shot": "icl", "three_shot": "icl", "finetuned": "train"}
+    (root / "run.json").write_text(
+        json.dumps({"systems": {n: {"kind": k} for n, k in kinds.items()}}), encoding="utf-8"
+    )
+    ranking = [{"system": "copy"}, {"system": "zero_shot"}]
+    (root / "results.json").write_text(json.dumps({"ranking": {"overall": ranking}}), encoding="utf-8")
+
+
+@pytest.fixture
+def client(run_dir, tmp_path):  # noqa: F811
+    root = tmp_path / "run"
+    shutil.copytree(run_dir, root)
+    add_systems(root)
+    s = cli.prepare(cli.parse([str(root), "--annotator", "ann"]))
+    cli.start(s)
+    yield root, s.states["simplify"], TestClient(create_app(s))
+    s.corpus.close()
+
+
+def test_the_view_lists_the_runs_systems_and_why_some_cannot_simplify(client):
+    _, _, c = client
+    info = c.get("/api/info").json()
+    assert next(v for v in info["views"] if v["name"] == "simplify")["available"] is True
+    systems = {s["name"]: s for s in info["simplify"]["systems"]}
+    assert systems["zero_shot"] == {"name": "zero_shot", "usable": True, "why": ""}
+    assert systems["copy"]["why"] == "a copy baseline has no model"
+    assert systems["three_shot"]["why"].startswith("3-shot prompting is not supported yet")
+    assert systems["finetuned"]["why"].startswith("no trained model (")
+    assert info["simplify"]["default"] == "zero_shot"  # the copy ranks first but has no model
+    assert '<button data-view="simplify" data-key="4" title="4">simplify</button>' in c.get("/").text
+
+
+def test_a_paragraph_gets_what_multimsd_simplify_writes_for_it(client, tmp_path, monkeypatch):
+    import multimsd.training.system as system_mod
+    from multimsd.alignment.api import segment_text
+    from multimsd.simplify.cli import main as simplify_main
+
+    root, state, c = client
+    loads = []
+    real_load = system_mod.load
+    monkeypatch.setattr(system_mod, "load", lambda s: loads.append(s.name) or real_load(s))
+    r = c.post("/api/simplify", json={"text": TEXT, "lang": "en", "system": "zero_shot"})
+    assert r.status_code == 200, r.text
+    got = r.json()
+    assert got["system"] == "zero_shot" and len(got["sentences"]) == len(segment_text(TEXT, "en")) == 2
+
+    inp = tmp_path / "doc.txt"
+    inp.write_text(TEXT, encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    simplify_main([str(root), str(inp), "--out", str(out), "--system", "zero_shot", "--lang", "en"])
+    record = json.loads(out.read_text(encoding="utf-8"))
+    keys = ("source", "output", "flags")
+    assert [{k: s[k] for k in keys} for s in got["sentences"]] == [
+        {k: s[k] for k in keys} for s in record["sentences"]
+    ]
+    assert got["text"] == record["text"] and got["flagged"] == record["flagged"]
+    # the random model keeps neither the dose nor the term: both flagged, with their reasons
+    first, second = got["sentences"]
+    assert any(f.startswith("numbers: 5 mg of the source is not in the output") for f in first["flags"])
+    assert "terms: medical term 'asthma' of the source is not in the output" in second["flags"]
+    assert second["source_terms"] and second["source_terms"][0][:2] == [0, 6]  # "Asthma" marked in the source
+    for s in got["sentences"]:  # novel spans lie inside the output
+        assert all(0 <= a < b <= len(s["output"]) for a, b in s["novel"])
+    # a second request, the system named by default: the model is not loaded again
+    again = c.post("/api/simplify", json={"text": "Do not drive.", "lang": "en"}).json()
+    assert again["system"] == "zero_shot" and again["load_seconds"] < got["load_seconds"] + 1
+    assert loads == ["zero_shot", "zero_shot"]  # the studio's, the command's: none for the second request
+    assert state.loaded[0] == "zero_shot"
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "error"),
+    [
+        ({"text": "  ", "lang": "en"}, 400, "text: the paragraph to simplify (not empty)"),
+        ({"text": TEXT, "lang": "xx"}, 400, "lang: one of de, en, es, fr, it, ja, pt, ru, zh"),
+        ({"text": TEXT, "lang": "en", "system": "nope"}, 404, "no system 'nope' in this run"),
+        ({"text": TEXT, "lang": "en", "system": "copy"}, 409, "system copy: a copy baseline has no model"),
+        ({"text": "x" * 20_001, "lang": "en"}, 413, "20001 characters: at most 20000 here"),
+    ],
+)
+def test_a_bad_request_is_one_error_and_loads_nothing(client, body, status, error):
+    _, state, c = client
+    r = c.post("/api/simplify", json=body)
+    assert r.status_code == status and r.json()["error"].startswith(error)
+    assert state.loaded is None
+
+
+def test_a_form_post_from_another_page_is_refused(client):
+    _, state, c = client
+    r = c.post(
+        "/api/simplify",
+        content=json.dumps({"text": TEXT, "lang": "en"}),
+        headers={"content-type": "text/plain"},
+    )
+    assert r.status_code == 415 and state.loaded is None
