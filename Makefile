@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTHON ?= python3
 
-.PHONY: setup system-deps slurm-deps sweep-extra check test test-e2e test-slurm test-package test-all demo gold lint format bench wheelhouse docs clean
+.PHONY: setup system-deps slurm-deps sweep-extra llama-convert check test test-e2e test-slurm test-package test-all demo gold lint format bench wheelhouse docs clean
 
 $(VENV)/.installed: pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -43,7 +43,14 @@ check: lint  ## before each commit: format check, lint, the unit tier (the test 
 test: setup system-deps  ## set-up + the test suite but the e2e / slow / gpu / slurm / package tiers (the README's test command)
 	$(PY) -m pytest $(XDIST)
 
-test-e2e: setup system-deps  ## the whole runs: commands in their own process, trainings, pipelines, sweeps, servers, browsers
+# llama.cpp's GGUF converter, taken from this llama-cpp-python's sdist (nothing compiled): the export test runs it.
+LLAMA_CPP_PYTHON := 0.3.36
+$(VENV)/llama-convert/.installed: $(VENV)/.installed scripts/llama-convert.sh
+	sh scripts/llama-convert.sh $(PY) $(LLAMA_CPP_PYTHON) $(VENV)/llama-convert
+
+llama-convert: $(VENV)/llama-convert/.installed  ## llama.cpp's convert_hf_to_gguf.py into the virtualenv, for the export test
+
+test-e2e: setup system-deps llama-convert  ## the whole runs: commands in their own process, trainings, pipelines, sweeps, servers, browsers
 	$(PY) -m pytest $(XDIST) -m "e2e and not slow and not gpu and not slurm and not package"
 
 $(VENV)/.sweep-installed: $(VENV)/.installed pyproject.toml

@@ -129,6 +129,23 @@ def tiny_encoder(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory) -> Path:
+    """``multimsd run debug=tiny`` (a copy baseline, a 0-shot tiny Llama, LoRA trained with θ = 1 and 4), made
+    once per test session (per xdist worker) by the command in its own process: for the e2e tests of what
+    uses a trained run (``multimsd simplify`` / ``export``, the studio's simplify view). Read it, never write
+    into it."""
+    run = tmp_path_factory.mktemp("tiny-run") / "run"
+    proc = subprocess.run(
+        [sys.executable, "-m", "multimsd", "run", "debug=tiny", f"output.dir={run}"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return run
+
+
 # ---------------------------------------------------------------------------------------------- the studio
 @pytest.fixture
 def studio_server():

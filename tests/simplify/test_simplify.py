@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -223,19 +224,7 @@ def test_summary_lines():
 
 
 # ------------------------------------------------------------------------------------------- end to end
-@pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory) -> Path:
-    run = tmp_path_factory.mktemp("simplify") / "run"
-    proc = subprocess.run(
-        [sys.executable, "-m", "multimsd", "run", "debug=tiny", f"output.dir={run}"],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return run
-
-
+# tiny_run: `multimsd run debug=tiny`, once per test session (tests/conftest.py)
 def simplify_cli(*args) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "multimsd", "simplify", *map(str, args)],
@@ -557,3 +546,70 @@ def test_a_training_dir_with_its_saved_config_keeps_its_decoding_settings(tmp_pa
     source = resolve(str(tmp_path), overrides=["eval.num_beams=2"])
     assert source.config.eval.max_new_tokens == 33 and source.config.eval.num_beams == 2
     assert source.config.model.pretrained == "tiny:llama" and source.weights == tmp_path / "best"
+
+
+def llama_converter() -> Path:
+    """llama.cpp's convert_hf_to_gguf.py as `make llama-convert` puts it into the virtualenv (skipped where it
+    is not, unless ``MULTIMSD_REQUIRE_LLAMA_CONVERT=1``: CI sets it)."""
+    where = Path(sys.prefix) / "llama-convert"
+    if not (where / ".installed").is_file():
+        if os.environ.get("MULTIMSD_REQUIRE_LLAMA_CONVERT") == "1":
+            pytest.fail(f"llama.cpp's converter is not in {where} (make llama-convert)")
+        pytest.skip("llama.cpp's converter is not installed (make llama-convert)")
+    return where
+
+
+@pytest.mark.e2e
+def test_llama_cpps_converter_reads_the_export_with_the_adapter_merged(tiny_run, tmp_path):
+    """Issue #39 item 4: the exported directory is what llama.cpp's convert_hf_to_gguf.py takes. The GGUF it
+    writes is a llama with the SmolLM2 tokenizer, and its weights are the export's (to float16), with the LoRA
+    adapter in them: a layer the adapter trained differs from the base model's."""
+    import numpy as np
+    from safetensors.numpy import load_file
+
+    from multimsd.training.models.offline import resolve_model_path
+
+    tool = llama_converter()
+    out = tmp_path / "model"
+    proc = subprocess.run(
+        [sys.executable, "-m", "multimsd", "export", str(tiny_run), "--to", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    gguf_file = tmp_path / "model.gguf"
+    env = {**os.environ, "PYTHONPATH": f"{tool / 'gguf-py'}{os.pathsep}{tool / 'deps'}"}
+    converted = subprocess.run(
+        [sys.executable, str(tool / "convert_hf_to_gguf.py"), str(out), "--outfile", str(gguf_file)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
+    assert converted.returncode == 0, converted.stderr[-3000:]
+
+    sys.path.insert(0, str(tool / "gguf-py"))
+    try:
+        import gguf
+    finally:
+        sys.path.remove(str(tool / "gguf-py"))
+    reader = gguf.GGUFReader(str(gguf_file))
+
+    def field(key: str) -> str:
+        f = reader.fields[key]
+        return bytes(f.parts[f.data[0]]).decode()
+
+    assert field("general.architecture") == "llama" and field("tokenizer.ggml.pre") == "smollm"
+    tensors = {t.name: np.array(t.data, dtype=np.float32) for t in reader.tensors}
+    exported = load_file(str(out / "model.safetensors"))
+    base = load_file(str(Path(resolve_model_path("tiny:llama")) / "model.safetensors"))
+    pairs = {
+        "token_embd.weight": "model.embed_tokens.weight",
+        "blk.0.ffn_down.weight": "model.layers.0.mlp.down_proj.weight",  # (q and k: permuted for RoPE)
+        "blk.0.attn_v.weight": "model.layers.0.self_attn.v_proj.weight",
+    }
+    for ours, theirs in pairs.items():
+        np.testing.assert_allclose(tensors[ours], exported[theirs], atol=2e-3, rtol=1e-2)
+    merged = "model.layers.0.self_attn.v_proj.weight"  # a LoRA target: the trained adapter is in it
+    assert np.abs(exported[merged] - base[merged]).max() > 1e-4

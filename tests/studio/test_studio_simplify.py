@@ -137,3 +137,30 @@ def test_a_form_post_from_another_page_is_refused(client):
         headers={"content-type": "text/plain"},
     )
     assert r.status_code == 415 and state.loaded is None
+
+
+@pytest.mark.e2e
+def test_every_system_of_a_real_run_gives_what_multimsd_simplify_writes(tiny_run, tmp_path):
+    """A real run (LoRA trained with θ = 1 and 4, a 0-shot system, a copy baseline): the view offers the systems
+    with a model, selects the one `multimsd simplify` picks, and for each gives the command's sentences."""
+    from multimsd.simplify.cli import main as simplify_main
+    from multimsd.simplify.source import resolve
+    from multimsd.studio.simplifier import Simplifier
+
+    state = Simplifier(tiny_run)
+    usable = sorted(n for n, why in state.why.items() if not why)
+    assert usable == ["finetuned_theta1", "finetuned_theta4", "zero_shot"]
+    assert state.why["copy"] == "a copy baseline has no model"
+    assert state.default == resolve(str(tiny_run)).name
+    inp = tmp_path / "doc.txt"
+    inp.write_text(TEXT, encoding="utf-8")
+    for name in usable:
+        got = state.simplify(name, "en", TEXT)
+        out = tmp_path / f"{name}.jsonl"
+        simplify_main([str(tiny_run), str(inp), "--out", str(out), "--system", name, "--lang", "en"])
+        record = json.loads(out.read_text(encoding="utf-8"))
+        keys = ("source", "output", "flags", "cut")
+        assert [{k: s.get(k) for k in keys} for s in got["sentences"]] == [
+            {k: s.get(k) for k in keys} for s in record["sentences"]
+        ], name
+        assert state.loaded[0] == name  # one model held: the one asked for last
