@@ -62,9 +62,17 @@ class Simplifier:
             None  # (name, System, (model, tokenizer, accelerator))
         )
 
+    def languages(self, name: str) -> list[str]:
+        """The languages system ``name`` was trained (or prompted) on, from its config's ``data.languages``."""
+        langs = list((self.configs.get(name) or {}).get("data", {}).get("languages") or [])
+        return [lang for lang in langs if lang in LANGUAGES]
+
     def info(self) -> dict:
         return {
-            "systems": [{"name": n, "usable": not w, "why": w} for n, w in self.why.items()],
+            "systems": [
+                {"name": n, "usable": not w, "why": w, "languages": self.languages(n) if not w else []}
+                for n, w in self.why.items()
+            ],
             "default": self.default,
             "languages": list(LANGUAGES),
             "max_chars": MAX_CHARS,

@@ -225,13 +225,18 @@ def test_summary_lines():
 
 # ------------------------------------------------------------------------------------------- end to end
 # tiny_run: `multimsd run debug=tiny`, once per test session (tests/conftest.py)
-def simplify_cli(*args) -> subprocess.CompletedProcess:
+def multimsd_cli(command: str, *args) -> subprocess.CompletedProcess:
+    """``multimsd COMMAND ARGS…`` in its own process, as a user runs it."""
     return subprocess.run(
-        [sys.executable, "-m", "multimsd", "simplify", *map(str, args)],
+        [sys.executable, "-m", "multimsd", command, *map(str, args)],
         capture_output=True,
         text=True,
         timeout=600,
     )
+
+
+def simplify_cli(*args) -> subprocess.CompletedProcess:
+    return multimsd_cli("simplify", *args)
 
 
 @pytest.mark.e2e
@@ -349,12 +354,7 @@ def test_export_loads_with_plain_transformers_and_decodes_as_simplify(tiny_run, 
     from multimsd.alignment.segment import segment_document
 
     out = tmp_path / "model"
-    proc = subprocess.run(
-        [sys.executable, "-m", "multimsd", "export", str(tiny_run), "--to", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    proc = multimsd_cli("export", str(tiny_run), "--to", str(out))
     assert proc.returncode == 0, proc.stderr[-3000:]
     names = {p.name for p in out.iterdir()}
     assert {"model.safetensors", "config.json", "tokenizer.json", "generation_config.json"} <= names
@@ -409,29 +409,16 @@ def test_export_loads_with_plain_transformers_and_decodes_as_simplify(tiny_run, 
     assert got == expected
 
     adapter = tmp_path / "adapter"
-    proc = subprocess.run(
-        [sys.executable, "-m", "multimsd", "export", str(tiny_run), "--to", str(adapter), "--adapter-only"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    proc = multimsd_cli("export", str(tiny_run), "--to", str(adapter), "--adapter-only")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert (adapter / "adapter_config.json").is_file() and not (adapter / "model.safetensors").exists()
 
-    again = subprocess.run(
-        [sys.executable, "-m", "multimsd", "export", str(tiny_run), "--to", str(out)],
-        capture_output=True,
-        text=True,
-    )
+    again = multimsd_cli("export", str(tiny_run), "--to", str(out))
     assert again.returncode == 2 and again.stderr.strip().endswith("(or --force to replace an export)")
     mine = tmp_path / "mine"
     mine.mkdir()
     (mine / "notes.txt").write_text("keep\n")
-    foreign = subprocess.run(
-        [sys.executable, "-m", "multimsd", "export", str(tiny_run), "--to", str(mine), "--force"],
-        capture_output=True,
-        text=True,
-    )
+    foreign = multimsd_cli("export", str(tiny_run), "--to", str(mine), "--force")
     assert foreign.returncode == 2 and "not an export of multimsd" in foreign.stderr
     assert [p.name for p in mine.iterdir()] == ["notes.txt"]
 
@@ -571,12 +558,7 @@ def test_llama_cpps_converter_reads_the_export_with_the_adapter_merged(tiny_run,
 
     tool = llama_converter()
     out = tmp_path / "model"
-    proc = subprocess.run(
-        [sys.executable, "-m", "multimsd", "export", str(tiny_run), "--to", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    proc = multimsd_cli("export", str(tiny_run), "--to", str(out))
     assert proc.returncode == 0, proc.stderr[-3000:]
     gguf_file = tmp_path / "model.gguf"
     env = {**os.environ, "PYTHONPATH": f"{tool / 'gguf-py'}{os.pathsep}{tool / 'deps'}"}

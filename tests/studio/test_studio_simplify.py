@@ -38,7 +38,7 @@ def add_systems(root: Path) -> None:
     """A run's record with four systems: a copy baseline, a 0-shot tiny Llama (the only one that can simplify),
     a 3-shot one and a trained one whose training did not finish; the ranking puts the copy first."""
     model = {"kind": "causal", "pretrained": "tiny:llama", "lora": {"enabled": False}}
-    prompted = {"model": model, "mode": "icl", "eval": {"max_new_tokens": 6}}
+    prompted = {"model": model, "mode": "icl", "eval": {"max_new_tokens": 6}, "data": {"languages": ["en"]}}
     save(root, "zero_shot", {**prompted, "icl": {"shots": 0}})
     save(root, "three_shot", {**prompted, "icl": {"shots": 3}})
     save(root, "finetuned", {"model": model, "eval": {"max_new_tokens": 6}})
@@ -66,7 +66,7 @@ def test_the_view_lists_the_runs_systems_and_why_some_cannot_simplify(client):
     info = c.get("/api/info").json()
     assert next(v for v in info["views"] if v["name"] == "simplify")["available"] is True
     systems = {s["name"]: s for s in info["simplify"]["systems"]}
-    assert systems["zero_shot"] == {"name": "zero_shot", "usable": True, "why": ""}
+    assert systems["zero_shot"] == {"name": "zero_shot", "usable": True, "why": "", "languages": ["en"]}
     assert systems["copy"]["why"] == "a copy baseline has no model"
     assert systems["three_shot"]["why"].startswith("3-shot prompting is not supported yet")
     assert systems["finetuned"]["why"].startswith("no trained model (")

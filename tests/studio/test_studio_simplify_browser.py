@@ -61,6 +61,7 @@ def test_type_a_paragraph_simplify_it_with_two_systems_and_see_the_flags(
     browser.wait("document.querySelectorAll('#simplify-system option').length === 5")
     browser.assert_fully_visible("#keys-simplify")
     assert browser.js("$('simplify-system').value") == "zero_shot"  # the ranking's best with a model
+    assert browser.js("$('simplify-lang').value") == "en"  # the first it was trained on
     disabled = browser.js("[...$('simplify-system').options].filter(o => o.disabled).map(o => o.value)")
     assert sorted(disabled) == ["copy", "finetuned", "three_shot"]
 

@@ -104,8 +104,9 @@
       try { saved = JSON.parse(localStorage.getItem("multimsd-simplify")) || {}; } catch (e) { saved = {}; }
       const usable = v.systems.filter((s) => s.usable).map((s) => s.name);
       sysSel.value = usable.includes(saved.system) ? saved.system : v.default;
-      const langs = (info.languages || []).map((l) => l.lang);
-      langSel.value = v.languages.includes(saved.lang) ? saved.lang : (langs[0] || "en");
+      // the language the page remembers, else the first the selected system was trained on
+      const trained = (v.systems.find((s) => s.name === sysSel.value) || {}).languages || [];
+      langSel.value = v.languages.includes(saved.lang) ? saved.lang : (trained[0] || "en");
     },
     key(e) {
       if (e.key === "e") { text.focus(); return true; }
