@@ -18,6 +18,7 @@ written: the view reads the run and keeps no record.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from pathlib import Path
@@ -33,6 +34,8 @@ from multimsd.studio.corpus import find_align_dir
 from multimsd.studio.registry import Studio, View, register_view
 from multimsd.studio.review import Highlighter
 
+log = logging.getLogger("multimsd.studio")
+
 MAX_CHARS = 20_000  # a pasted paragraph or a leaflet, not a book: longer ones go to `multimsd simplify`
 MAX_SENTENCES = 200
 
@@ -45,10 +48,14 @@ class Simplifier:
 
         self.root = root
         info, systems = run_systems(root)
-        self.configs = {n: saved_config(root / "systems" / n) for n in systems}
-        self.why = {
-            n: why_not(root / "systems" / n, sc.get("kind"), self.configs[n]) for n, sc in systems.items()
-        }
+        self.configs, self.why = {}, {}
+        for n, sc in systems.items():
+            try:  # a damaged config.yaml costs its system, not the view
+                self.configs[n] = saved_config(root / "systems" / n)
+            except MultimsdError as e:
+                self.configs[n], self.why[n] = None, str(e)
+                continue
+            self.why[n] = why_not(root / "systems" / n, sc.get("kind"), self.configs[n])
         usable = {n for n, w in self.why.items() if not w}
         self.default = None
         if usable:
@@ -154,6 +161,9 @@ def routes(state: Simplifier) -> list[Route]:
             return JSONResponse({"error": str(e)}, 400)
         except MultimsdError as e:  # the system cannot be loaded (a damaged best/): the reason, one line
             return JSONResponse({"error": str(e)}, 500)
+        except (RuntimeError, OSError) as e:  # e.g. out of memory: the page says what, the server goes on
+            first = (str(e).strip().splitlines() or [""])[0]
+            return JSONResponse({"error": f"{type(e).__name__}: {first}"}, 500)
 
     return [Route("/api/simplify", simplify, methods=["POST"])]
 
@@ -166,7 +176,11 @@ def prepare(studio: Studio) -> Simplifier | None:
     root = studio.root
     if find_align_dir(root) == root or not (root / RUN_MARKER).is_file():
         return None
-    state = Simplifier(root)
+    try:
+        state = Simplifier(root)
+    except MultimsdError as e:  # run.json unreadable: the other views still work, this one says why not
+        log.warning("no simplify view: %s", e)
+        return None
     return state if state.default is not None else None
 
 

@@ -56,16 +56,20 @@ def read_json(path: Path, what: str) -> dict:
 def saved_config(out: Path):
     """The whole config saved beside a system's outputs (``config.yaml``, a DictConfig), or None for outputs
     written before it was saved; a damaged one is one error line."""
+    import yaml
+    from omegaconf import DictConfig
     from omegaconf.errors import OmegaConfBaseException
 
     from multimsd.training.results import CONFIG_FILE, load_config
 
     try:
-        return load_config(out)
-    except (OSError, OmegaConfBaseException) as e:
-        raise MultimsdError(
-            f"{out / CONFIG_FILE}: cannot be read: {str(e).strip().splitlines()[0]}"
-        ) from None
+        cfg = load_config(out)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, OmegaConfBaseException) as e:
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise MultimsdError(f"{out / CONFIG_FILE}: cannot be read: {first}") from None
+    if cfg is not None and not isinstance(cfg, DictConfig):
+        raise MultimsdError(f"{out / CONFIG_FILE}: cannot be read: not a mapping of settings")
+    return cfg
 
 
 def why_not(sys_dir: Path, kind: str | None, cfg) -> str:

@@ -595,3 +595,15 @@ def test_llama_cpps_converter_reads_the_export_with_the_adapter_merged(tiny_run,
         np.testing.assert_allclose(tensors[ours], exported[theirs], atol=2e-3, rtol=1e-2)
     merged = "model.layers.0.self_attn.v_proj.weight"  # a LoRA target: the trained adapter is in it
     assert np.abs(exported[merged] - base[merged]).max() > 1e-4
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["model: [unclosed\n", "- a list\n", "\udcff".encode("utf-8", "surrogateescape").decode("latin-1")],
+)
+def test_a_damaged_saved_config_is_one_error_line(tmp_path, text):
+    (tmp_path / "best").mkdir()
+    (tmp_path / "train_config.json").write_text(json.dumps({"seed": 3}), encoding="utf-8")
+    (tmp_path / "config.yaml").write_text(text, encoding="latin-1")
+    with pytest.raises(MultimsdError, match=r"config\.yaml: cannot be read: "):
+        resolve(str(tmp_path))

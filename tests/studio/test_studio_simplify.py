@@ -129,6 +129,27 @@ def test_a_bad_request_is_one_error_and_loads_nothing(client, body, status, erro
     assert state.loaded is None
 
 
+def test_a_damaged_system_is_listed_with_its_reason_and_a_damaged_run_record_hides_the_view(
+    run_dir,  # noqa: F811
+    tmp_path,
+    caplog,
+):
+    root = tmp_path / "run"
+    shutil.copytree(run_dir, root)
+    add_systems(root)
+    (root / "systems" / "three_shot" / "config.yaml").write_text("model: [unclosed\n", encoding="utf-8")
+    s = cli.prepare(cli.parse([str(root), "--annotator", "ann"]))
+    why = {x["name"]: x["why"] for x in s.states["simplify"].info()["systems"]}
+    assert why["three_shot"].startswith(f"{root / 'systems' / 'three_shot' / 'config.yaml'}: cannot be read")
+    assert why["zero_shot"] == ""  # the others are still offered
+    s.corpus.close()
+    (root / "run.json").write_text("{not json", encoding="utf-8")
+    s = cli.prepare(cli.parse([str(root), "--annotator", "ann"]))  # the studio still starts
+    assert s.states.get("simplify") is None
+    assert "no simplify view: " in caplog.text and "run.json: cannot be read" in caplog.text
+    s.corpus.close()
+
+
 def test_a_form_post_from_another_page_is_refused(client):
     _, state, c = client
     r = c.post(
