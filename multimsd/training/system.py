@@ -24,7 +24,7 @@ from pathlib import Path
 from multimsd.errors import MultimsdError
 from multimsd.training.config import TrainConfig
 
-log = logging.getLogger("multimsd.simplify")
+log = logging.getLogger(__name__)
 
 RUN_MARKER = "run.json"  # = pipeline.run.RUN_MARKER: a run directory holds it (read here, never imported)
 
