@@ -111,7 +111,8 @@ def export(
     cfg = source.config
     if source.weights is None:
         raise MultimsdError(
-            f"system {source.name}: prompted 0-shot, no trained weights; its model is {cfg.model.pretrained}"
+            f"system {source.name}: prompted {cfg.icl.shots}-shot, no trained weights; its model is "
+            f"{cfg.model.pretrained}"
         )
     if cfg.model.kind == "lstm":
         raise MultimsdError(f"system {source.name}: the legacy LSTM is not a 🤗 transformers model")

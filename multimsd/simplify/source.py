@@ -10,7 +10,8 @@ MODEL is
   with a warning naming its flags. The system's config is the one saved beside its outputs
   (``systems/<name>/config.yaml``; a run made before those were saved: rebuilt by the run's own planner,
   :func:`multimsd.pipeline.run.plan`, from the config recorded in ``run.json``); its weights are
-  ``systems/<name>/best/`` (a 0-shot prompted system: the pretrained model as it is). The choice and the
+  ``systems/<name>/best/`` (a prompted system: the pretrained model as it is, and a k-shot one's examples as
+  its evaluation drew them, ``shots.json``). The choice and the
   loading are :mod:`multimsd.training.system`'s, which the studio's simplify view shares;
 * a training output directory (``train_config.json`` and ``best/``): its ``config.yaml``, or for one written
   before those were saved its recorded model / data / loss / optimiser settings over
@@ -30,7 +31,15 @@ from omegaconf.errors import OmegaConfBaseException
 
 from multimsd.errors import MultimsdError
 from multimsd.training.config import TrainConfig
-from multimsd.training.system import RUN_MARKER, pick, read_json, run_systems, saved_config, why_not
+from multimsd.training.system import (
+    RUN_MARKER,
+    pick,
+    read_json,
+    run_systems,
+    saved_config,
+    to_system,
+    why_not,
+)
 from multimsd.training.system import System as Source
 
 log = logging.getLogger("multimsd.simplify")
@@ -39,28 +48,30 @@ TRAIN_MARKER = "train_config.json"
 
 
 def resolve(model: str, system: str | None = None, overrides: list[str] | None = None) -> Source:
-    """MODEL (a run directory or a training output directory) → its :class:`Source`; one error line when it
-    is neither, has no system with a model, or ``system`` is not one of its systems."""
+    """MODEL (a run directory, a training output directory or a model) → its :class:`Source`; one error line
+    when it is none of them, has no system with a model, or ``system`` is not one of its systems."""
+    from multimsd.training.results import CONFIG_FILE
+
     path = Path(model).expanduser().resolve()
     if path.is_dir() and (path / RUN_MARKER).is_file():
-        name, cfg, weights = from_run(path, system)
-    elif path.is_dir() and (path / TRAIN_MARKER).is_file():
+        name, cfg, sys_dir = from_run(path, system)
+    elif path.is_dir() and ((path / TRAIN_MARKER).is_file() or (path / CONFIG_FILE).is_file()):
         if system is not None:
             raise MultimsdError(f"--system {system}: MODEL {model} is a training output directory, not a run")
-        name, cfg, weights = path.name, saved_config(path) or train_dir_config(path), path / "best"
-        if not weights.is_dir():
-            raise MultimsdError(f"MODEL {model}: no best/ model in it (its training did not finish)")
+        cfg = saved_config(path) or train_dir_config(path)
+        if why := why_not(path, OmegaConf.select(cfg, "mode", default="train"), cfg):
+            raise MultimsdError(f"MODEL {model}: {why}")
+        name, sys_dir = path.name, path
     else:
         if system is not None:
             raise MultimsdError(f"--system {system}: MODEL {model} is not a run directory")
-        name, cfg, weights = model, zero_shot_config(model), None
-        return Source(name, with_overrides(cfg, overrides or []), None, Path(model))
-    return Source(name, with_overrides(cfg, overrides or []), weights, path if weights is None else weights)
+        return Source(model, with_overrides(zero_shot_config(model), overrides or []), None, Path(model))
+    return to_system(name, with_overrides(cfg, overrides or []), sys_dir)
 
 
 # ------------------------------------------------------------------------------------------- a run
 def from_run(run_dir: Path, system: str | None):
-    """(name, config, weights directory or None) of the run's chosen system. Its config is the one saved
+    """(name, config, directory) of the run's chosen system. Its config is the one saved
     beside its outputs (``systems/<name>/config.yaml``); a run made before those were saved is planned again
     from the config ``run.json`` records."""
     info, systems = run_systems(run_dir)
@@ -79,8 +90,7 @@ def from_run(run_dir: Path, system: str | None):
         name = system
     else:
         name = pick(run_dir, info, {n for n, why in candidates.items() if not why}, candidates)
-    weights = run_dir / "systems" / name / "best" if systems[name]["kind"] == "train" else None
-    return name, configs[name], weights
+    return name, configs[name], run_dir / "systems" / name
 
 
 def run_plan(run_dir: Path, info: dict) -> list:

@@ -44,7 +44,8 @@ class Simplifier:
     """The run's systems that can simplify, the one model loaded now, and the highlighter."""
 
     def __init__(self, root: Path):
-        from multimsd.training.system import pick, run_systems, saved_config, why_not
+        from multimsd.training.results import SHOTS_FILE
+        from multimsd.training.system import pick, read_json, run_systems, saved_config, why_not
 
         self.root = root
         info, systems = run_systems(root)
@@ -56,6 +57,13 @@ class Simplifier:
                 self.configs[n], self.why[n] = None, str(e)
                 continue
             self.why[n] = why_not(root / "systems" / n, sc.get("kind"), self.configs[n])
+        self.shot_langs: dict[str, list[str]] = {}  # a k-shot system's languages: those of its examples
+        for n, cfg in self.configs.items():
+            if not self.why[n] and cfg is not None and cfg.get("mode") == "icl" and cfg.icl.shots:
+                try:
+                    self.shot_langs[n] = sorted(read_json(root / "systems" / n / SHOTS_FILE, "its examples"))
+                except MultimsdError as e:
+                    self.why[n] = str(e)
         usable = {n for n, w in self.why.items() if not w}
         self.default = None
         if usable:
@@ -70,7 +78,10 @@ class Simplifier:
         )
 
     def languages(self, name: str) -> list[str]:
-        """The languages system ``name`` was trained (or prompted) on, from its config's ``data.languages``."""
+        """The languages system ``name`` was trained (or prompted) on, from its config's ``data.languages``;
+        of a k-shot system, those it has examples for (the only ones it can simplify)."""
+        if name in self.shot_langs:
+            return self.shot_langs[name]
         langs = list((self.configs.get(name) or {}).get("data", {}).get("languages") or [])
         return [lang for lang in langs if lang in LANGUAGES]
 
@@ -150,6 +161,13 @@ def routes(state: Simplifier) -> list[Route]:
             return JSONResponse({"error": f"no system {name!r} in this run"}, 404)
         if state.why[name]:
             return JSONResponse({"error": f"system {name}: {state.why[name]}"}, 409)
+        if name in state.shot_langs and lang not in state.shot_langs[name]:
+            return JSONResponse(
+                {
+                    "error": f"system {name} is k-shot with examples in {', '.join(state.shot_langs[name])} only"
+                },
+                400,
+            )
 
         def work() -> dict:
             with state.lock:  # one model in memory, one request generating at a time

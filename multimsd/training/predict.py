@@ -20,7 +20,9 @@ from multimsd.training.kinds import get_kind
 from multimsd.training.prompts import sample_shots
 
 
-def _shots_by_lang(cfg, shot_pool) -> dict[str, list[tuple[str, str]]]:
+def shots_by_lang(cfg, shot_pool) -> dict[str, list[tuple[str, str]]]:
+    """The k-shot examples of each language: ``cfg.icl.shots`` seeded random pairs of the pool's rows of that
+    language (empty for a 0-shot system or no pool)."""
     if not shot_pool or cfg.icl.shots <= 0:
         return {}
     by_lang = defaultdict(list)
@@ -31,16 +33,18 @@ def _shots_by_lang(cfg, shot_pool) -> dict[str, list[tuple[str, str]]]:
 
 
 def generate(
-    cfg, model, tokenizer, rows: list[dict], accelerator, shot_pool=None, final: bool = False
+    cfg, model, tokenizer, rows: list[dict], accelerator, shot_pool=None, final: bool = False, shots=None
 ) -> list[str]:
     """Outputs for ``rows`` in order; each process decodes its share and the main process gathers them.
     ``final``: the model trains no more (the final predictions), so a LoRA adapter is merged without a copy of
-    the base weights and stays merged."""
+    the base weights and stays merged. A k-shot system's examples: ``shots`` (per language, as
+    :func:`shots_by_lang` gives them), else drawn from ``shot_pool``."""
     from accelerate.utils import gather_object
 
     kind = get_kind(cfg.model.kind)
     # A kind decodes with the backends it names (eval.backend); a plugin kind that names none, with generate.
     check_backend(cfg.eval.backend, getattr(kind, "decode_backends", ("generate",)), cfg.model.kind)
+    examples = shots if shots is not None else shots_by_lang(cfg, shot_pool)
     model = accelerator.unwrap_model(model)
     was_training = model.training
     model.eval()
@@ -52,7 +56,7 @@ def generate(
             merged_lora(model, cfg.eval.merge_lora, restore=not final),
             decoding_attention(model),
         ):
-            preds = kind.generate(cfg, model, tokenizer, local_rows, _shots_by_lang(cfg, shot_pool))
+            preds = kind.generate(cfg, model, tokenizer, local_rows, examples)
         local = [(k, p) for (k, _), p in zip(part, preds)]
     gathered = dict(gather_object(local)) if accelerator.num_processes > 1 else dict(local)
     if was_training:

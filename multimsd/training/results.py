@@ -16,7 +16,7 @@ from multimsd.training.config import TrainConfig
 from multimsd.training.data import write_jsonl
 from multimsd.training.forward import MicroBatchLoss
 from multimsd.training.kinds import ModelKind
-from multimsd.training.predict import generate, score_predictions, write_generation_info
+from multimsd.training.predict import generate, score_predictions, shots_by_lang, write_generation_info
 
 
 @torch.no_grad()
@@ -76,11 +76,12 @@ def write_predictions(
 ) -> None:
     """Per split: ``predictions/<split>/<lang>.txt`` (one line a row, evaluate.py's format), the references
     (``references.jsonl``), and SARI / BLEU per language into ``all_results.json``."""
+    shots = shots_by_lang(cfg, shot_pool)  # a k-shot system's examples: the same for every split and row
     for split, split_rows in splits.items():
         if not split_rows:
             continue
         # the last decoding of the run: nothing trains after it, so the adapter is merged without a copy
-        preds = generate(cfg, model, tokenizer, split_rows, accelerator, shot_pool=shot_pool, final=True)
+        preds = generate(cfg, model, tokenizer, split_rows, accelerator, final=True, shots=shots)
         if not accelerator.is_main_process:
             continue
         d = out / "predictions" / split
@@ -97,10 +98,13 @@ def write_predictions(
     if accelerator.is_main_process:
         out.mkdir(parents=True, exist_ok=True)
         save_config(cfg, out)
+        if shots:  # what prompts the system again (multimsd simplify, the studio): its examples as drawn
+            write_text_atomic(out / SHOTS_FILE, json.dumps(shots, indent=1, ensure_ascii=False) + "\n")
         write_text_atomic(out / "all_results.json", json.dumps(results, indent=2, ensure_ascii=False) + "\n")
 
 
 CONFIG_FILE = "config.yaml"
+SHOTS_FILE = "shots.json"  # a k-shot system's examples per language: {lang: [[complex, simple], ...]}
 
 
 def save_config(cfg, out: Path) -> None:

@@ -32,12 +32,13 @@ RUN_MARKER = "run.json"  # = pipeline.run.RUN_MARKER: a run directory holds it (
 @dataclass
 class System:
     """The system that generates: its name, its config, its trained weights (None: the pretrained model as it
-    is, a 0-shot system) and the path written into every record (``model``)."""
+    is, a prompted system), the path written into every record (``model``) and a k-shot system's examples."""
 
     name: str
     config: TrainConfig
     weights: Path | None
     path: Path
+    shots: dict[str, list] | None = None  # a k-shot system's examples per language (shots.json), else None
 
 
 def read_json(path: Path, what: str) -> dict:
@@ -75,17 +76,20 @@ def saved_config(out: Path):
 def why_not(sys_dir: Path, kind: str | None, cfg) -> str:
     """Why the system in ``sys_dir`` (of run kind ``kind``, config ``cfg``: None when there is none) cannot
     generate; empty when it can."""
+    from multimsd.training.results import SHOTS_FILE
+
     if kind == "copy":
         return "a copy baseline has no model"
     if cfg is None:
         return "no config.yaml beside its outputs (made by an older multimsd): train it again"
     if kind == "icl":
         shots = cfg.icl.shots
-        return (
-            f"{shots}-shot prompting is not supported yet (its shots are the run's validation pairs)"
-            if shots
-            else ""
-        )
+        if shots and not (sys_dir / SHOTS_FILE).is_file():
+            return (
+                f"{shots}-shot prompting: its examples were not saved ({SHOTS_FILE}, written since "
+                "multimsd saves them): run it again"
+            )
+        return ""
     best = sys_dir / "best"
     return "" if best.is_dir() else f"no trained model ({best} is missing: its training did not finish)"
 
@@ -184,8 +188,17 @@ def simplify_sentences(
     from multimsd.training.predict import generate
 
     model, tokenizer, accelerator = loaded
+    if system.shots is not None and (missing := sorted({lang for lang, _ in docs} - set(system.shots))):
+        raise MultimsdError(
+            f"system {system.name} is {system.config.icl.shots}-shot with examples in "
+            f"{', '.join(sorted(system.shots))} only; no examples for {', '.join(missing)}"
+        )
     rows = [{"complex": s, "lang": lang} for lang, ss in docs for s in ss]
-    outputs = generate(system.config, model, tokenizer, rows, accelerator, final=True) if rows else []
+    outputs = (
+        generate(system.config, model, tokenizer, rows, accelerator, final=True, shots=system.shots or {})
+        if rows
+        else []
+    )
     out, k = [], 0
     for lang, ss in docs:
         checked = []
@@ -210,12 +223,20 @@ def joined(lang: str, rows: list[dict]) -> str:
 
 
 def to_system(name: str, cfg, sys_dir: Path) -> System:
-    """``cfg`` (a DictConfig from :func:`saved_config`) of the system in ``sys_dir`` as a checked
-    :class:`System`: trained weights from ``best/`` unless it is prompted."""
+    """``cfg`` (a config from :func:`saved_config`, ``eval.*`` overrides merged) of the system in ``sys_dir`` as
+    a checked :class:`System`: trained weights from ``best/``, or for a prompted system the base as it is and,
+    when it is k-shot, the examples it was evaluated with (``shots.json``)."""
     from multimsd.training.loop import to_train_config
+    from multimsd.training.results import SHOTS_FILE
 
-    weights = sys_dir / "best" if cfg.get("mode") != "icl" else None  # a prompted system: the base as it is
-    return System(name, to_train_config(cfg), weights, weights or sys_dir)
+    tc = to_train_config(cfg)
+    if tc.mode != "icl":
+        return System(name, tc, sys_dir / "best", sys_dir / "best")
+    shots = None
+    if tc.icl.shots:
+        saved = read_json(sys_dir / SHOTS_FILE, f"the examples of a {tc.icl.shots}-shot system")
+        shots = {lang: [tuple(pair) for pair in pairs] for lang, pairs in saved.items()}
+    return System(name, tc, None, sys_dir, shots)
 
 
 __all__ = [

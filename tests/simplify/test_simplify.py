@@ -183,7 +183,9 @@ def test_a_cut_last_line_is_removed_and_its_document_done_again(tmp_path, monkey
 
     monkeypatch.setattr(system_mod, "load", lambda source: (None, words, None))
     monkeypatch.setattr(
-        predict, "generate", lambda cfg, m, t, rows, acc, final=False: [r["complex"] for r in rows]
+        predict,
+        "generate",
+        lambda cfg, m, t, rows, acc, final=False, shots=None: [r["complex"] for r in rows],
     )
     source = Source("s", None, None, tmp_path)
     with Input(str(inp_path)) as inp:
@@ -509,7 +511,9 @@ def test_the_terms_check_flags_a_dropped_term_and_none_turns_it_off(tmp_path, mo
     src = Source("s", None, None, tmp_path)
 
     def checked(output: str, terms=None) -> dict:
-        monkeypatch.setattr(predict, "generate", lambda cfg, m, t, rows, acc, final=False: [output])
+        monkeypatch.setattr(
+            predict, "generate", lambda cfg, m, t, rows, acc, final=False, shots=None: [output]
+        )
         rows = simplify_sentences(src, (None, None, None), [("en", ["Asthma is a chronic disease."])], terms)
         return record(Document("d", "en", "x"), rows[0], src)
 
@@ -607,3 +611,32 @@ def test_a_damaged_saved_config_is_one_error_line(tmp_path, text):
     (tmp_path / "config.yaml").write_text(text, encoding="latin-1")
     with pytest.raises(MultimsdError, match=r"config\.yaml: cannot be read: "):
         resolve(str(tmp_path))
+
+
+@pytest.mark.integration
+def test_a_k_shot_training_output_simplifies_with_the_prompt_it_was_evaluated_with(tmp_path):
+    """``train.py mode=icl icl.shots=2`` saves its examples (shots.json, validation pairs); MODEL = that
+    directory prompts with them, so the test sentences come back exactly as its evaluation predicted them."""
+    from test_train import tiny_cfg
+
+    from multimsd.training.loop import run
+    from multimsd.training.system import load, simplify_sentences
+
+    run({**tiny_cfg(tmp_path, model="tiny_llama"), "mode": "icl", "icl": {"shots": 2}})
+    out = tmp_path / "run"
+    shots = json.loads((out / "shots.json").read_text(encoding="utf-8"))
+    assert list(shots) == ["en"] and len(shots["en"]) == 2
+    refs = [
+        json.loads(x) for x in (out / "predictions" / "test" / "references.jsonl").read_text().splitlines()
+    ]
+    assert not {r["complex"] for r in refs} & {c for c, _ in shots["en"]}  # examples are not test rows
+    source = resolve(str(out))
+    assert source.weights is None and source.shots == {"en": [tuple(p) for p in shots["en"]]}
+    rows = simplify_sentences(source, load(source), [("en", [r["complex"] for r in refs])])[0]
+    predicted = (out / "predictions" / "test" / "en.txt").read_text(encoding="utf-8").splitlines()
+    assert [r["output"].replace("\n", " ") for r in rows] == predicted
+    with pytest.raises(MultimsdError, match="2-shot with examples in en only; no examples for de"):
+        simplify_sentences(source, (None, None, None), [("de", ["Nimm 5 mg."])])
+    (out / "shots.json").unlink()  # made before the examples were saved
+    with pytest.raises(MultimsdError, match="2-shot prompting: its examples were not saved"):
+        resolve(str(out))

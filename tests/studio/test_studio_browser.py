@@ -81,7 +81,8 @@ def test_a_view_of_your_own_gets_its_button_and_number_key(
     chromium_page,
 ):
     """``--plugin toyview`` (tests/studio/test_studio.py's toy view, order 25): its button is the 3rd, key 3 shows it,
-    its /api/info entry reaches its script; the outputs view (no test outputs here) keeps key 4, hidden."""
+    its /api/info entry reaches its script; the outputs view (no test outputs here) keeps key 4, hidden, as does the
+    simplify view (no systems) key 5."""
     root = tmp_path / "run"
     shutil.copytree(run_dir, root)
     server = studio_server(root, "--plugin", "toyview", "--toy-level", "7", env={"PYTHONPATH": str(toy_view)})
@@ -96,6 +97,7 @@ def test_a_view_of_your_own_gets_its_button_and_number_key(
         ["theta", "2", False],
         ["toy", "3", False],
         ["review", "4", True],
+        ["simplify", "5", True],  # nor systems to simplify with
     ]
     assert browser.js("$('view-toy').hidden") is True
     browser.key("3")

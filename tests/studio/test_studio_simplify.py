@@ -69,7 +69,9 @@ def test_the_view_lists_the_runs_systems_and_why_some_cannot_simplify(client):
     systems = {s["name"]: s for s in info["simplify"]["systems"]}
     assert systems["zero_shot"] == {"name": "zero_shot", "usable": True, "why": "", "languages": ["en"]}
     assert systems["copy"]["why"] == "a copy baseline has no model"
-    assert systems["three_shot"]["why"].startswith("3-shot prompting is not supported yet")
+    assert systems["three_shot"]["why"].startswith(
+        "3-shot prompting: its examples were not saved (shots.json"
+    )
     assert systems["finetuned"]["why"].startswith("no trained model (")
     assert info["simplify"]["default"] == "zero_shot"  # the copy ranks first but has no model
     assert '<button data-view="simplify" data-key="4" title="4">simplify</button>' in c.get("/").text
@@ -128,6 +130,32 @@ def test_a_bad_request_is_one_error_and_loads_nothing(client, body, status, erro
     r = c.post("/api/simplify", json=body)
     assert r.status_code == status and r.json()["error"].startswith(error)
     assert state.loaded is None
+
+
+def test_a_k_shot_system_is_prompted_with_the_examples_its_evaluation_drew(client, monkeypatch):
+    """The examples are shots.json's, in its order, for the text's language; another language is refused."""
+    import multimsd.training.predict as predict
+
+    root, state, _ = client
+    shots = {"en": [["The drug is contraindicated.", "Do not take the drug."]] * 3}
+    (root / "systems" / "three_shot" / "shots.json").write_text(json.dumps(shots), encoding="utf-8")
+    s = cli.prepare(cli.parse([str(root), "--annotator", "kim"]))
+    c = TestClient(create_app(s))
+    systems = {x["name"]: x for x in c.get("/api/info").json()["simplify"]["systems"]}
+    assert systems["three_shot"]["usable"] and systems["three_shot"]["languages"] == ["en"]
+    seen = []
+    real = predict.generate
+    monkeypatch.setattr(
+        predict, "generate", lambda *a, shots=None, **k: seen.append(shots) or real(*a, shots=shots, **k)
+    )
+    r = c.post("/api/simplify", json={"text": "Take 5 mg.", "lang": "en", "system": "three_shot"})
+    assert r.status_code == 200, r.text
+    assert seen == [{"en": [tuple(p) for p in shots["en"]]}]
+    r = c.post("/api/simplify", json={"text": "Nimm 5 mg.", "lang": "de", "system": "three_shot"})
+    assert (
+        r.status_code == 400 and r.json()["error"] == "system three_shot is k-shot with examples in en only"
+    )
+    s.corpus.close()
 
 
 def test_a_damaged_system_is_listed_with_its_reason_and_a_damaged_run_record_hides_the_view(
