@@ -32,6 +32,7 @@ from omegaconf.errors import OmegaConfBaseException
 from multimsd.errors import MultimsdError
 from multimsd.training.config import TrainConfig
 from multimsd.training.system import (
+    CONFIG_FILE,
     RUN_MARKER,
     pick,
     read_json,
@@ -50,8 +51,6 @@ TRAIN_MARKER = "train_config.json"
 def resolve(model: str, system: str | None = None, overrides: list[str] | None = None) -> Source:
     """MODEL (a run directory, a training output directory or a model) → its :class:`Source`; one error line
     when it is none of them, has no system with a model, or ``system`` is not one of its systems."""
-    from multimsd.training.results import CONFIG_FILE
-
     path = Path(model).expanduser().resolve()
     if path.is_dir() and (path / RUN_MARKER).is_file():
         name, cfg, sys_dir = from_run(path, system)

@@ -44,8 +44,7 @@ class Simplifier:
     """The run's systems that can simplify, the one model loaded now, and the highlighter."""
 
     def __init__(self, root: Path):
-        from multimsd.training.results import SHOTS_FILE
-        from multimsd.training.system import pick, read_json, run_systems, saved_config, why_not
+        from multimsd.training.system import SHOTS_FILE, pick, read_json, run_systems, saved_config, why_not
 
         self.root = root
         info, systems = run_systems(root)

@@ -8,6 +8,11 @@ from typing import Any
 from multimsd import LANGUAGES
 from multimsd.split import SplitConfig
 
+# Beside a system's outputs (multimsd.training.results writes them, multimsd.training.system reads them). Named
+# here, in a module that imports no torch: the studio lists a run's systems at start-up.
+CONFIG_FILE = "config.yaml"  # the whole resolved config, decoding settings included
+SHOTS_FILE = "shots.json"  # a k-shot system's examples per language: {lang: [[complex, simple], ...]}
+
 
 @dataclass
 class ModelSettings:

@@ -12,7 +12,7 @@ import torch
 from multimsd.errors import MultimsdError
 from multimsd.fsutil import write_text_atomic
 from multimsd.training.checkpoint import manifest_problem, write_manifest
-from multimsd.training.config import TrainConfig
+from multimsd.training.config import CONFIG_FILE, SHOTS_FILE, TrainConfig
 from multimsd.training.data import write_jsonl
 from multimsd.training.forward import MicroBatchLoss
 from multimsd.training.kinds import ModelKind
@@ -103,26 +103,14 @@ def write_predictions(
         write_text_atomic(out / "all_results.json", json.dumps(results, indent=2, ensure_ascii=False) + "\n")
 
 
-CONFIG_FILE = "config.yaml"
-SHOTS_FILE = "shots.json"  # a k-shot system's examples per language: {lang: [[complex, simple], ...]}
-
-
 def save_config(cfg, out: Path) -> None:
     """The whole resolved config the outputs of ``out`` were made with (``config.yaml``), decoding settings
     included: what loads the trained system again (``multimsd simplify``, ``multimsd export``) without the
-    run that planned it. ``train_config.json`` holds only what a resume must agree on."""
+    run that planned it (:func:`multimsd.training.system.saved_config` reads it). ``train_config.json`` holds
+    only what a resume must agree on."""
     from omegaconf import OmegaConf
 
     write_text_atomic(out / CONFIG_FILE, OmegaConf.to_yaml(OmegaConf.structured(cfg)))
-
-
-def load_config(out: Path):
-    """The config :func:`save_config` wrote into ``out`` (a DictConfig: ``to_train_config`` checks it), or None
-    when there is none (outputs written before it was saved)."""
-    from omegaconf import OmegaConf
-
-    path = Path(out) / CONFIG_FILE
-    return OmegaConf.load(path) if path.is_file() else None
 
 
 def cap_per_language(rows: list[dict], n: int | None) -> list[dict]:

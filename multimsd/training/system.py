@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from multimsd.errors import MultimsdError
-from multimsd.training.config import TrainConfig
+from multimsd.training.config import CONFIG_FILE, SHOTS_FILE, TrainConfig
 
 log = logging.getLogger(__name__)
 
@@ -58,26 +58,25 @@ def saved_config(out: Path):
     """The whole config saved beside a system's outputs (``config.yaml``, a DictConfig), or None for outputs
     written before it was saved; a damaged one is one error line."""
     import yaml
-    from omegaconf import DictConfig
+    from omegaconf import DictConfig, OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
-    from multimsd.training.results import CONFIG_FILE, load_config
-
+    path = Path(out) / CONFIG_FILE
+    if not path.is_file():
+        return None
     try:
-        cfg = load_config(out)
+        cfg = OmegaConf.load(path)
     except (OSError, UnicodeDecodeError, yaml.YAMLError, OmegaConfBaseException) as e:
         first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        raise MultimsdError(f"{out / CONFIG_FILE}: cannot be read: {first}") from None
-    if cfg is not None and not isinstance(cfg, DictConfig):
-        raise MultimsdError(f"{out / CONFIG_FILE}: cannot be read: not a mapping of settings")
+        raise MultimsdError(f"{path}: cannot be read: {first}") from None
+    if not isinstance(cfg, DictConfig):
+        raise MultimsdError(f"{path}: cannot be read: not a mapping of settings")
     return cfg
 
 
 def why_not(sys_dir: Path, kind: str | None, cfg) -> str:
     """Why the system in ``sys_dir`` (of run kind ``kind``, config ``cfg``: None when there is none) cannot
     generate; empty when it can."""
-    from multimsd.training.results import SHOTS_FILE
-
     if kind == "copy":
         return "a copy baseline has no model"
     if cfg is None:
@@ -227,7 +226,6 @@ def to_system(name: str, cfg, sys_dir: Path) -> System:
     a checked :class:`System`: trained weights from ``best/``, or for a prompted system the base as it is and,
     when it is k-shot, the examples it was evaluated with (``shots.json``)."""
     from multimsd.training.loop import to_train_config
-    from multimsd.training.results import SHOTS_FILE
 
     tc = to_train_config(cfg)
     if tc.mode != "icl":
@@ -240,7 +238,9 @@ def to_system(name: str, cfg, sys_dir: Path) -> System:
 
 
 __all__ = [
+    "CONFIG_FILE",
     "RUN_MARKER",
+    "SHOTS_FILE",
     "System",
     "joined",
     "load",
