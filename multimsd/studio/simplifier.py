@@ -44,7 +44,7 @@ class Simplifier:
     """The run's systems that can simplify, the one model loaded now, and the highlighter."""
 
     def __init__(self, root: Path):
-        from multimsd.training.system import SHOTS_FILE, pick, read_json, run_systems, saved_config, why_not
+        from multimsd.training.system import pick, read_shots, run_systems, saved_config, why_not
 
         self.root = root
         info, systems = run_systems(root)
@@ -60,7 +60,7 @@ class Simplifier:
         for n, cfg in self.configs.items():
             if not self.why[n] and cfg is not None and cfg.get("mode") == "icl" and cfg.icl.shots:
                 try:
-                    self.shot_langs[n] = sorted(read_json(root / "systems" / n / SHOTS_FILE, "its examples"))
+                    self.shot_langs[n] = sorted(read_shots(root / "systems" / n, cfg.icl.shots))
                 except MultimsdError as e:
                     self.why[n] = str(e)
         usable = {n for n, w in self.why.items() if not w}

@@ -230,11 +230,24 @@ def to_system(name: str, cfg, sys_dir: Path) -> System:
     tc = to_train_config(cfg)
     if tc.mode != "icl":
         return System(name, tc, sys_dir / "best", sys_dir / "best")
-    shots = None
-    if tc.icl.shots:
-        saved = read_json(sys_dir / SHOTS_FILE, f"the examples of a {tc.icl.shots}-shot system")
-        shots = {lang: [tuple(pair) for pair in pairs] for lang, pairs in saved.items()}
-    return System(name, tc, None, sys_dir, shots)
+    return System(name, tc, None, sys_dir, read_shots(sys_dir, tc.icl.shots) if tc.icl.shots else None)
+
+
+def read_shots(sys_dir: Path, k: int) -> dict[str, list[tuple[str, str]]]:
+    """A k-shot system's examples (``shots.json``: per language ``k`` [complex, simple] pairs, in the order its
+    prompt shows them); anything else is one error line."""
+    path = sys_dir / SHOTS_FILE
+    saved = read_json(path, f"the examples of a {k}-shot system")
+    shots = {}
+    for lang, pairs in saved.items():
+        if not (
+            isinstance(pairs, list)
+            and len(pairs) == k
+            and all(isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in pairs)
+        ):
+            raise MultimsdError(f"{path}: {lang}: not {k} [complex, simple] pairs of text")
+        shots[lang] = [(c, simple) for c, simple in pairs]
+    return shots
 
 
 __all__ = [
@@ -246,6 +259,7 @@ __all__ = [
     "load",
     "pick",
     "read_json",
+    "read_shots",
     "run_systems",
     "saved_config",
     "simplify_sentences",

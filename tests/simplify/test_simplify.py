@@ -637,6 +637,9 @@ def test_a_k_shot_training_output_simplifies_with_the_prompt_it_was_evaluated_wi
     assert [r["output"].replace("\n", " ") for r in rows] == predicted
     with pytest.raises(MultimsdError, match="2-shot with examples in en only; no examples for de"):
         simplify_sentences(source, (None, None, None), [("de", ["Nimm 5 mg."])])
+    (out / "shots.json").write_text(json.dumps({"en": [["only one pair", "of two"]]}), encoding="utf-8")
+    with pytest.raises(MultimsdError, match=r"shots\.json: en: not 2 \[complex, simple\] pairs of text"):
+        resolve(str(out))
     (out / "shots.json").unlink()  # made before the examples were saved
     with pytest.raises(MultimsdError, match="2-shot prompting: its examples were not saved"):
         resolve(str(out))
