@@ -180,7 +180,7 @@ def _write_st_dir(root: Path, modules: list[str], pooling: dict, sbert: dict | N
 
 
 def test_which_directories_are_encoded_without_sentence_transformers(tmp_path):
-    from multimsd.alignment.embed.pooled import simple_chain
+    from multimsd.encoders.pooled import simple_chain
 
     new_mean = {"embedding_dimension": 8, "pooling_mode": "mean", "include_prompt": True}
     old_cls = {
@@ -225,7 +225,7 @@ def test_pooled_encoder_gives_sentence_transformers_vectors_bit_for_bit(
     from sentence_transformers import SentenceTransformer, models
 
     from multimsd.alignment.embed import load_model
-    from multimsd.alignment.embed.pooled import PooledEncoder
+    from multimsd.encoders.pooled import PooledEncoder
 
     texts = [*TEXTS, "The dose is 5 mg twice a day. " * 40]
     word = models.Transformer(str(small_bert), max_seq_length=32)
@@ -269,7 +269,7 @@ def test_a_dense_head_is_loaded_by_sentence_transformers(small_bert, tmp_path):
 
 @pytest.mark.integration
 def test_aligning_with_a_plain_encoder_does_not_import_sentence_transformers(small_bert, tmp_path):
-    """The point of multimsd.alignment.embed.pooled: a process that encodes with such a model never pays the
+    """The point of multimsd.encoders.pooled: a process that encodes with such a model never pays the
     ~12 s import of sentence-transformers."""
     import subprocess
     import sys

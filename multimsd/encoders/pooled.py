@@ -75,7 +75,7 @@ def simple_chain(directory: str | Path) -> tuple[str, bool] | None:
 
 
 class PooledEncoder:
-    """``encode()`` with the arguments :class:`multimsd.alignment.embed.Embedder` passes to a
+    """``encode()`` with the arguments :class:`multimsd.alignment.embed.Embedder` (the aligner) passes to a
     ``SentenceTransformer``, over a transformers ``AutoModel`` in eval mode."""
 
     def __init__(self, model, tokenizer, pooling: str, normalize: bool, max_seq_length: int):
