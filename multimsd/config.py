@@ -150,12 +150,28 @@ class RefsConfig:
 
 @dataclass
 class MetricsConfig:
-    # Which metrics to compute: sari bleu ter chrf meteor fkgl quality novelty safety, or any name a plugin registered
-    # with multimsd.metrics.register_metric (plugins=[my_metric]). Training's validation uses these defaults too.
-    # safety: % of output sentences with a changed number / unit or negation (multimsd.metrics.safety).
+    # Which metrics to compute: sari bleu ter chrf meteor fkgl quality novelty safety meaning, or any name a plugin
+    # registered with multimsd.metrics.register_metric (plugins=[my_metric]). Training's validation uses these
+    # defaults too. safety: % of output sentences flagged by the safety_checks (multimsd.metrics.safety);
+    # meaning: mean cosine (x 100) of output and source under the offline multilingual encoder.
     include: list[str] = field(
-        default_factory=lambda: ["sari", "bleu", "ter", "chrf", "meteor", "fkgl", "quality", "safety"]
+        default_factory=lambda: [
+            "sari",
+            "bleu",
+            "ter",
+            "chrf",
+            "meteor",
+            "fkgl",
+            "quality",
+            "safety",
+            "meaning",
+        ]
     )
+    # The checks the safety metric counts, of: numbers (a changed number, unit or limit), negation (one dropped or
+    # added), meaning (an output far in meaning from its source: an echoed instruction, an unrelated sentence),
+    # degenerate (an empty output, a phrase repeated in a loop). The medical-term check is not counted: it
+    # depends on the dictionary (terms.dir).
+    safety_checks: list[str] = field(default_factory=lambda: ["numbers", "negation", "meaning", "degenerate"])
     # Lowercase before scoring (EASSE's command-line default; SARI, BLEU, TER, chrF, METEOR, quality features).
     lowercase: bool = True
     meteor_mode: str = "auto"  # auto | exact | exact+stem | exact+stem+synonym
@@ -186,9 +202,10 @@ class BootstrapConfig:
     samples: int = 1000
     confidence: float = 0.95  # strictly between 0 and 1
     seed: int = 0  # one index matrix per language, shared by every system and metric (paired tests)
-    # Result keys with intervals (computed ones only): sari sari_add sari_keep sari_delete bleu fkgl novelty safety,
+    # Result keys with intervals (computed ones only): sari sari_add sari_keep sari_delete bleu fkgl novelty safety
+    # meaning,
     # or a plugin metric's (register_metric(..., statistics=..., from_totals=...)).
-    metrics: list[str] = field(default_factory=lambda: ["sari", "bleu", "fkgl", "safety"])
+    metrics: list[str] = field(default_factory=lambda: ["sari", "bleu", "fkgl", "safety", "meaning"])
     # Pairs "a:b" to compare (difference a - b, per language); empty = every pair of systems.
     compare: list[str] = field(default_factory=list)
     # Significance level of the paired comparisons: "separable" <=> p < alpha <=> the (1 - alpha) percentile

@@ -277,22 +277,46 @@ def _novelty_describe(sources, references, *, lang, tokenizer, settings) -> dict
     }
 
 
-def _safety(sources, outputs, references, *, lang, tokenizer, settings) -> float:
-    from multimsd.metrics.safety import safety_from_totals, safety_statistics
-
-    return float(safety_from_totals(safety_statistics(sources, outputs, lang).sum(0)))
-
-
 def _safety_statistics(sources, outputs, references, *, lang, tokenizer, settings):
-    from multimsd.metrics.safety import safety_statistics
+    from multimsd.metrics.safety import SAFETY_CHECKS, safety_statistics
 
-    return safety_statistics(sources, outputs, lang)
+    return safety_statistics(sources, outputs, lang, settings.safety_checks if settings else SAFETY_CHECKS)
 
 
-def _safety_from_totals(totals, *, lang, tokenizer, settings):
+def _safety_from_totals(totals, **_):
     from multimsd.metrics.safety import safety_from_totals
 
     return safety_from_totals(totals)
+
+
+def _meaning_statistics(sources, outputs, references, **_):
+    from multimsd.metrics.meaning import meaning_statistics
+
+    return meaning_statistics(sources, outputs)
+
+
+def _meaning_from_totals(totals, **_):
+    from multimsd.metrics.meaning import meaning_from_totals
+
+    return meaning_from_totals(totals)
+
+
+def _from_sentences(name: str, statistics, from_totals):
+    """A metric's scorer from its per-sentence statistics, and the ``describe`` that gives the references' own
+    score (every reference of every sentence against its source), for scale."""
+
+    def score(sources, outputs, references, **kw) -> float:
+        return float(from_totals(statistics(sources, outputs, references, **kw).sum(0)))
+
+    def describe(sources, references, **kw) -> dict[str, Any]:
+        refs = [r for stream in references for r in stream]
+        return {f"{name}_reference": score([s for _ in references for s in sources], refs, [refs], **kw)}
+
+    return score, describe
+
+
+_safety, _safety_describe = _from_sentences("safety", _safety_statistics, _safety_from_totals)
+_meaning, _meaning_describe = _from_sentences("meaning", _meaning_statistics, _meaning_from_totals)
 
 
 def _quality(sources, outputs, references, *, lang, tokenizer, settings) -> dict[str, Any]:
@@ -425,10 +449,37 @@ register_metric(
             "flags %",
             "safety",
             1,
-            title="Safety flags: % of output sentences whose numbers / units or negations differ from the source",
+            reference="safety_{side}",
+            title="Safety flags: % of output sentences whose numbers / units / limits or negations differ from "
+            "the source, whose meaning is far from it, or that are empty or loop (metrics.safety_checks)",
+            scale=("reference",),  # the references' own rate, for calibration
         ),
     ),
+    describe=_safety_describe,
     statistics=_safety_statistics,
     from_totals=_safety_from_totals,
-    description="share of output sentences (percent) with a changed number, unit or negation (multimsd.metrics.safety)",
+    description="share of output sentences (percent) flagged by the safety checks metrics.safety_checks "
+    "(default: a changed number, unit or limit; a dropped or added negation; meaning far from the source; "
+    "an empty or looping output) (multimsd.metrics.safety)",
+)
+register_metric(
+    "meaning",
+    _meaning,
+    pooling="weighted-mean",
+    columns=(
+        Column(
+            "meaning",
+            "meaning",
+            1,
+            reference="meaning_{side}",
+            title="Meaning kept: mean cosine (x 100) of each output and its source under the offline "
+            "multilingual encoder (a copy scores 100)",
+            scale=("reference",),
+        ),
+    ),
+    describe=_meaning_describe,
+    statistics=_meaning_statistics,
+    from_totals=_meaning_from_totals,
+    description="mean cosine (x 100) of output and source sentences under the offline multilingual encoder "
+    "(multilingual-e5-small; multimsd.metrics.meaning)",
 )

@@ -183,7 +183,7 @@ def simplify_sentences(
     system's ``eval.*``, batched by ``eval.max_batch_tokens``), so short documents fill the batches a GPU
     wants. ``loaded``: :func:`load`'s (model, tokenizer, accelerator); ``terms(lang)``: the dictionary whose
     terms the safety checks look for (None: no term check)."""
-    from multimsd.metrics.safety import check_sentence
+    from multimsd.metrics.safety import check_sentences
     from multimsd.training.predict import generate
 
     model, tokenizer, accelerator = loaded
@@ -198,17 +198,27 @@ def simplify_sentences(
         if rows
         else []
     )
+    texts = [str(o) for o in outputs]
+    cut = [bool(getattr(o, "cut", None)) for o in outputs]
+    langs = [lang for lang, ss in docs for _ in ss]
+    flags: list = [None] * len(rows)
+    for lang in dict.fromkeys(langs):  # one call per language: the meaning check encodes them in one go
+        idx = [k for k, x in enumerate(langs) if x == lang]
+        got = check_sentences(
+            [rows[k]["complex"] for k in idx],
+            [texts[k] for k in idx],
+            lang,
+            terms(lang) if terms else None,
+            cut=[cut[k] for k in idx],
+        )
+        for k, fl in zip(idx, got):
+            flags[k] = [f"{f.check}: {f.reason}" for f in fl]
     out, k = [], 0
-    for lang, ss in docs:
+    for _, ss in docs:
         checked = []
-        dictionary = terms(lang) if terms else None
-        for s, o in zip(ss, outputs[k : k + len(ss)]):
-            row = {
-                "source": s,
-                "output": str(o),
-                "flags": [f"{f.check}: {f.reason}" for f in check_sentence(s, o, lang, dictionary)],
-            }
-            if getattr(o, "cut", None):
+        for j in range(k, k + len(ss)):
+            row = {"source": rows[j]["complex"], "output": texts[j], "flags": flags[j]}
+            if cut[j]:
                 row["cut"] = True
             checked.append(row)
         out.append(checked)

@@ -190,8 +190,9 @@ def test_identity_resample_gives_the_score_for_every_metric_with_statistics(toy_
                 # vectorised: a stack of totals gives a stack of scores
                 assert np.shape(from_totals(np.stack([stats.sum(0)] * 3), **facts)) == (3,)
                 checked.add(key)
-    assert checked == {*BUILTIN_INTERVALS, "safety", "toylen"}  # safety: issue #39's flags
-    assert list(interval_keys()) == [*BUILTIN_INTERVALS, "safety", "toylen"]  # registry order
+    # safety: issue #39's flags; meaning: #47's similarity of output and source
+    assert checked == {*BUILTIN_INTERVALS, "safety", "meaning", "toylen"}
+    assert list(interval_keys()) == [*BUILTIN_INTERVALS, "safety", "meaning", "toylen"]  # registry order
 
 
 def test_registry_describes_intervals_and_report(toy_plugin):
