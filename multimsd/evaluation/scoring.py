@@ -81,7 +81,7 @@ def evaluate_language(
 ) -> tuple[dict, dict[str, dict]]:
     """(reference-side facts, per-system scores) for one language."""
     from multimsd.metrics import TOKENIZER_DESCRIPTIONS, reference_streams, score_language
-    from multimsd.metrics.terms import term_type_table
+    from multimsd.metrics.terms import is_bundled, term_type_table
 
     settings = cfg.metrics
     metrics = included_metrics(cfg)
@@ -108,7 +108,11 @@ def evaluate_language(
         if dictionary is not None:
             term_table = term_type_table(sources, streams, outputs, dictionary)
             info["term_types"] = {"source": term_table["source"], "reference": term_table["reference"]}
-            info["terms_dictionary"] = {"path": str(path), "n_terms": len(dictionary)}
+            info["terms_dictionary"] = {
+                "path": str(path),
+                "n_terms": len(dictionary),
+                "bundled": is_bundled(path),
+            }
         else:
             info["term_types"] = None
             info["terms_dictionary"] = None

@@ -55,11 +55,15 @@ from multimsd.paths import sample_data_dir
 from multimsd.text import word_tokenize
 
 __all__ = [
+    "BUNDLED_NOTE",
     "TERM_FORMATS",
     "TOKENIZERS",
     "TermDictionary",
     "count_term_types",
+    "dictionary_for",
+    "dictionary_note",
     "find_terms",
+    "is_bundled",
     "load_terms",
     "read_jmedic_csv",
     "read_mesh_descriptors",
@@ -521,6 +525,27 @@ def sample_dictionary(lang: str, *, tokenizer: str = "default") -> TermDictionar
 
 
 TERM_FILE_TYPES = (".txt", ".xml", ".bin", ".csv", ".tsv")  # each may be gzipped (.gz)
+
+BUNDLED_NOTE = (
+    "a demo list written for multimsd, not MeSH or J-MeDic: most medical terms of a real text are not in it "
+    "(on FDA leaflets on acetaminophen it finds none of 16 English and 29 Spanish terms: "
+    "benchmarks/terms_recall.py); pass your own lists with --terms DIR (the evaluation's terms.dir)"
+)
+"""What every place that shows term flags or counts says about the bundled lists (docs/evaluation.md, "Terms")."""
+
+
+def is_bundled(path: str | Path | None) -> bool:
+    """Whether ``path`` is one of the bundled demo lists."""
+    return path is not None and Path(path).resolve().parent == (sample_data_dir() / "terms").resolve()
+
+
+def dictionary_note(lang: str, dictionary: TermDictionary | None, path: str | Path | None) -> str:
+    """One line on ``lang``'s term dictionary: its size and where it is from (the bundled list says what it is)."""
+    if dictionary is None:
+        return f"{lang}: no term list (no term check)"
+    if is_bundled(path):
+        return f"{lang}: the bundled list, {len(dictionary):,} terms ({BUNDLED_NOTE})"
+    return f"{lang}: {path}, {len(dictionary):,} terms"
 
 
 def dictionary_for(

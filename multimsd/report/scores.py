@@ -242,8 +242,27 @@ def terms_section(run: Run) -> Section | None:
                 "that keeps fewer terms than its input explains or drops them."
             ),
             Table(["text", *langs], rows, caption="Medical-term types per language"),
+            *dictionaries_note(per_lang, langs),
         ],
     )
+
+
+def dictionaries_note(per_lang: dict, langs: list[str]) -> list[Paragraph]:
+    """Which term lists counted, with their sizes; the bundled ones say they are a demo (issue #47)."""
+    from multimsd.metrics.terms import BUNDLED_NOTE
+
+    dicts = {g: (per_lang.get(g) or {}).get("terms_dictionary") for g in langs}
+    used = [
+        f"{g} {d['n_terms']:,} terms" + (" (bundled)" if d.get("bundled") else "")
+        for g, d in dicts.items()
+        if d
+    ]
+    if not used:
+        return []
+    text = "Term dictionaries: " + ", ".join(used) + "."
+    if any(d and d.get("bundled") for d in dicts.values()):
+        text += f" The bundled lists are {BUNDLED_NOTE}."
+    return [Paragraph(text, note=True)]
 
 
 def _simple(rec: dict) -> str:

@@ -17,8 +17,9 @@ usage: multimsd simplify MODEL INPUT --out OUT [--system NAME] [--lang LANG] [--
                          [--format md|html] [eval.KEY=VALUE ...]
 
 Simplifies documents with a trained system: each document is cut into sentences (the alignment's segmenter),
-each sentence rewritten with the evaluation's decoding and checked by the safety checks (numbers, negation:
-the `safety` metric's; the source's medical terms), and one JSON record per document appended to OUT:
+each sentence rewritten with the evaluation's decoding and checked by the safety checks (numbers, units and
+limits; negation; meaning far from the source; an empty, cut or looping output: the `safety` metric's; the
+source's medical terms), and one JSON record per document appended to OUT:
   {"id", "lang", "text": the simplified document, "sentences": [{"source", "output", "flags": [...]}],
    "flagged": flagged sentences, "system": NAME, "model": PATH}
 
@@ -33,7 +34,8 @@ the `safety` metric's; the source's medical terms), and one JSON record per docu
   --system NAME  this system of the run instead of the best (run.json lists them)
   --lang LANG    the language of a document that names none (de en es fr it ja pt ru zh)
   --terms DIR    the medical term lists the checks use, <lang>.txt|xml|bin|csv|tsv[.gz] (the evaluation's
-                 terms.dir); default: the bundled sample lists; none: no term check
+                 terms.dir); default: the bundled demo lists (about 200 terms a language: most terms of a
+                 real text are not in them, the summary says so); none: no term check
   --format FMT   also write OUT's documents side by side as OUT.md or OUT.html: novel words and terms
                  marked, flagged sentences highlighted with their reasons
   eval.KEY=VALUE the decoding's settings over the system's (eval.num_beams=4, eval.max_new_tokens=128,
@@ -89,6 +91,10 @@ def go(args: argparse.Namespace):
         source = resolve(args.model, args.system, args.overrides)
         t = simplify(source, inp, out, ids, terms=terms)
     lines = summary_lines(t, out)
+    if terms is not None:  # what the term check could see: the bundled lists are a demo
+        lines += [f"terms: {note}" for note in terms.notes()]
+    else:
+        lines.append("terms: no term check (--terms none)")
     if args.format and out.exists():
         from multimsd.simplify.view import write_view
 
@@ -97,13 +103,36 @@ def go(args: argparse.Namespace):
     return t
 
 
-def dictionaries(terms_dir: str | None):
-    """``lang -> TermDictionary or None``, each language's loaded once (the evaluation's lookup)."""
-    import functools
+class Dictionaries:
+    """``lang -> TermDictionary or None``, each language's loaded once (the evaluation's lookup), and a note
+    per language used on what the term check looked for (:func:`multimsd.metrics.terms.dictionary_note`)."""
 
-    from multimsd.metrics.terms import dictionary_for
+    def __init__(self, terms_dir: str | None):
+        self.terms_dir, self.loaded = terms_dir, {}
 
-    return functools.cache(lambda lang: dictionary_for(lang, terms_dir, what="--terms")[0])
+    def __call__(self, lang: str):
+        from multimsd.metrics.terms import dictionary_for
+
+        if lang not in self.loaded:
+            self.loaded[lang] = dictionary_for(lang, self.terms_dir, what="--terms")
+        return self.loaded[lang][0]
+
+    def notes(self) -> list[str]:
+        from multimsd.metrics.terms import dictionary_note
+
+        return [dictionary_note(lang, *found) for lang, found in sorted(self.loaded.items())]
+
+
+def dictionaries(terms_dir: str | None) -> Dictionaries:
+    return Dictionaries(terms_dir)
+
+
+def by_check(counts) -> str:
+    """`` (numbers 2, negation 1)``: flagged sentences per check, in the order of the checks."""
+    from multimsd.metrics.safety import CHECKS
+
+    parts = [f"{c} {counts[c]}" for c in CHECKS if counts.get(c)]
+    return f" ({', '.join(parts)})" if parts else ""
 
 
 def summary_lines(t, out) -> list[str]:
@@ -116,7 +145,7 @@ def summary_lines(t, out) -> list[str]:
     )
     return [
         f"documents: {t.documents}" + (f" ({t.skipped} skipped: already in --out)" if t.skipped else ""),
-        f"sentences: {t.sentences}, flagged: {t.flagged}{share}",
+        f"sentences: {t.sentences}, flagged: {t.flagged}{share}" + by_check(t.by_check),
         f"speed: {speed}{t.seconds:.1f} s",
         f"output: {out}",
     ]

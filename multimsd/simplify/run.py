@@ -26,8 +26,9 @@ import json
 import logging
 import os
 import time
+from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from multimsd import interrupts, runlock
@@ -48,6 +49,7 @@ class Totals:
     documents: int = 0
     sentences: int = 0
     flagged: int = 0
+    by_check: Counter = field(default_factory=Counter)  # flagged sentences per check (numbers, negation, …)
     skipped: int = 0
     seconds: float = 0.0
     tokens: int = 0  # of the outputs, as the model's tokenizer counts them
@@ -208,6 +210,8 @@ def simplify(
                         t.documents += 1
                         t.sentences += len(ss)
                         t.flagged += rec["flagged"]
+                        for r in rows:
+                            t.by_check.update({f.split(":", 1)[0] for f in r["flags"]})
                     log.info("%d / %d documents", t.documents, todo)
             finally:
                 writer.close()

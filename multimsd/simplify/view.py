@@ -33,8 +33,14 @@ class Marker:
         from multimsd.metrics.terms import dictionary_for
 
         if lang not in self._dicts:
-            self._dicts[lang] = dictionary_for(lang, self.terms_dir)[0] if self.use_terms else None
-        return self._dicts[lang]
+            self._dicts[lang] = dictionary_for(lang, self.terms_dir) if self.use_terms else (None, None)
+        return self._dicts[lang][0]
+
+    def notes(self) -> list[str]:
+        """What the term lists of the languages seen are (the bundled ones say they are a demo)."""
+        from multimsd.metrics.terms import dictionary_note
+
+        return [dictionary_note(lang, *found) for lang, found in sorted(self._dicts.items())]
 
     def terms(self, lang: str, text: str) -> list[tuple[int, int, str]]:
         d = self.dictionary(lang)
@@ -101,7 +107,8 @@ def write_view(out: Path, fmt: str, terms_dir: str | None = None, use_terms: boo
             Paragraph(
                 f"{counts['documents']} document(s), {counts['sentences']} sentence(s), {counts['flagged']} "
                 f"flagged by the safety checks; simplified by {', '.join(systems) or '(none)'}. Marked: words "
-                "of the output not in its source (novel) and medical terms of the dictionary (term)."
+                "of the output not in its source (novel) and medical terms of the dictionary (term). Term "
+                f"lists: {'; '.join(marker.notes()) or 'none'}."
             )
         ],
     )

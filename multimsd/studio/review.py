@@ -135,18 +135,25 @@ class Highlighter:
         self.terms_dir = terms.get("dir")
         self._dicts: dict = {}
 
-    def dictionary(self, lang: str):
+    def _load(self, lang: str) -> tuple:
         if lang not in self._dicts:
             from multimsd.metrics.terms import dictionary_for
 
-            d = None
-            if self.terms_on:
-                try:
-                    d, _ = dictionary_for(lang, self.terms_dir)
-                except MultimsdError:  # no dictionary for the language: no term highlighting
-                    d = None
-            self._dicts[lang] = d
+            found = (None, None)
+            # no dictionary for the language: no term highlighting
+            with contextlib.suppress(MultimsdError):
+                found = dictionary_for(lang, self.terms_dir) if self.terms_on else found
+            self._dicts[lang] = found
         return self._dicts[lang]
+
+    def dictionary(self, lang: str):
+        return self._load(lang)[0]
+
+    def note(self, lang: str) -> str:
+        """What the term check of ``lang`` looks for (the bundled lists say they are a demo)."""
+        from multimsd.metrics.terms import dictionary_note
+
+        return dictionary_note(lang, *self._load(lang))
 
     def novel(self, lang: str, source: str, text: str) -> list[list[int]]:
         from multimsd.metrics.novelty import novel_spans

@@ -132,6 +132,7 @@ class Simplifier:
             "text": joined(lang, rows),
             "sentences": rows,
             "flagged": sum(1 for r in rows if r["flags"]),
+            "terms": hl.note(lang),
             "seconds": round(time.perf_counter() - t0 - load_s, 3),
             "load_seconds": round(load_s, 3),
         }

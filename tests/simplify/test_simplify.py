@@ -223,6 +223,26 @@ def test_summary_lines():
     assert lines[0] == "documents: 2 (3 skipped: already in --out)"
     assert lines[1] == "sentences: 4, flagged: 1 (25.0 %)"
     assert lines[2] == "speed: 25.0 output tokens/s, 2.00 sentences/s, 2.0 s"
+    totals.by_check.update({"negation": 1, "numbers": 2, "terms": 1})
+    assert cli.summary_lines(totals, "o.jsonl")[1] == (
+        "sentences: 4, flagged: 1 (25.0 %) (numbers 2, negation 1, terms 1)"
+    )
+
+
+def test_the_term_lists_say_what_they_are(tmp_path):
+    """Issue #47: the bundled lists are demo lists, and the summary says so, with their size."""
+    terms = cli.dictionaries(None)
+    assert terms("de") is not None and terms("en") is not None
+    notes = terms.notes()
+    from multimsd.metrics.terms import sample_dictionary
+
+    n = len(sample_dictionary("de"))
+    assert notes[0].startswith(f"de: the bundled list, {n} terms (a demo list written for multimsd")
+    assert "--terms DIR" in notes[0] and notes[1].startswith("en: the bundled list, ")
+    (tmp_path / "de.txt").write_text("Paracetamol\nFieber\nLeber\n", encoding="utf-8")
+    own = cli.dictionaries(str(tmp_path))
+    assert own("de") is not None and own("en") is None
+    assert own.notes() == [f"de: {tmp_path / 'de.txt'}, 3 terms", "en: no term list (no term check)"]
 
 
 # ------------------------------------------------------------------------------------------- end to end

@@ -56,15 +56,15 @@
       const tr = el("tr", { className: s.flags.length ? "flagged" : "" },
         el("td", { className: "source" }, st.marked(s.source, [], s.source_terms)),
         el("td", { className: "output" }, st.marked(s.output, s.novel, s.terms)),
-        el("td", { className: "flags" }, ...s.flags.map((f) => el("p", { textContent: f })),
-          ...(s.cut ? [el("p", { className: "cut", textContent: "cut at eval.max_new_tokens" })] : [])));
+        el("td", { className: "flags" }, ...s.flags.map((f) => el("p", { textContent: f }))));
       return tr;
     });
     const head = el("tr", {}, el("th", {}, "source"), el("th", {}, "output"), el("th", {}, "safety"));
     const n = r.sentences.length;
     summary.textContent = `${r.system}: ${n} sentence${n === 1 ? "" : "s"}, ${r.flagged} flagged · ` +
       `${r.seconds.toFixed(2)} s` + (r.load_seconds > 0.05 ? ` (+ ${r.load_seconds.toFixed(1)} s loading the model)` : "");
-    result.replaceChildren(result.firstChild, summary, el("table", {}, head, ...rows));
+    const terms = el("p", { className: "terms-note", textContent: `medical terms: ${r.terms}` });
+    result.replaceChildren(result.firstChild, summary, el("table", {}, head, ...rows), terms);
   }
 
   async function simplify() {
