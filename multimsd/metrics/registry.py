@@ -23,7 +23,7 @@ A :class:`Metric` is a scorer and the facts about it:
 The evaluation writes these facts into results.json (``metrics``, :func:`describe_metrics`), so the run report
 reads them from there.
 
-The built-in metrics (sari, bleu, ter, chrf, meteor, fkgl, quality, novelty) are registered by
+The built-in metrics (sari, bleu, ter, chrf, meteor, fkgl, quality, novelty, safety, meaning) are registered by
 :mod:`multimsd.metrics.scoring`; a plugin adds one with :func:`register_metric` (see the README, "Extending
 multimsd").
 """

@@ -9,9 +9,11 @@ number ``evaluate.py`` prints for the same outputs (same lowercasing, tokenizer 
 Built-in metrics (EASSE settings; lowercasing and tokenisation are ours, done before sacrebleu):
 ``sari`` (+ add / keep / delete), ``bleu``, ``ter`` (lower is better), ``chrf``, ``meteor`` (+ its mode),
 ``fkgl`` of the outputs (never pooled: its coefficients are English-fitted), ``quality`` (EASSE quality
-features) and ``novelty``. Pooling rules: :data:`multimsd.metrics.registry.POOLING`.
+features), ``novelty``, ``safety`` (the share of sentences the safety checks flag, :mod:`multimsd.metrics.safety`)
+and ``meaning`` (the mean similarity of output and source, :mod:`multimsd.metrics.meaning`). Pooling rules:
+:data:`multimsd.metrics.registry.POOLING`.
 
-SARI (and its three parts), BLEU, FKGL and novelty register their per-sentence statistics and the functions of
+SARI (and its three parts), BLEU, FKGL, novelty, safety and meaning register their per-sentence statistics and the functions of
 their totals (:mod:`multimsd.metrics.bootstrap`, :mod:`multimsd.metrics.novelty`), hence bootstrap intervals;
 they are the run report's tables (the paper's Table 5 and the novel-token share), TER, chrF, METEOR and the
 quality features are in evaluate.py's table.md only (``report=False``).

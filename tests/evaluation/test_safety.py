@@ -240,6 +240,10 @@ def test_a_cut_a_looping_and_an_empty_output_are_flagged():
     ]
     assert checks(source, "the the the the", "en") == [("degenerate", "the output repeats 'the' 4 times")]
     assert checks(source, "  ", "en") == [("degenerate", "the output is empty")]
+    assert checks(source, "", "en", cut=True) == [
+        ("degenerate", "the output is empty"),
+        ("degenerate", "the output was cut at max_new_tokens"),
+    ]
     # a list is no loop, and a loop the source has is the source's
     assert (
         checks("Before breakfast, before lunch, before dinner.", "Before breakfast, lunch and dinner.", "en")

@@ -115,12 +115,10 @@ def _loop(text: str, lang: str) -> tuple[str, int] | None:
 
 
 def _degenerate(source: str, output: str, lang: str, cut: bool) -> list[Flag]:
-    if not output.strip():
-        return [Flag("degenerate", "the output is empty")]
-    flags = []
+    flags = [Flag("degenerate", "the output is empty")] if not output.strip() else []
     if cut:
         flags.append(Flag("degenerate", "the output was cut at max_new_tokens"))
-    loop = _loop(output, lang)
+    loop = _loop(output, lang) if output.strip() else None
     if loop is not None and _loop(source, lang) is None:
         flags.append(Flag("degenerate", f"the output repeats {loop[0]!r} {loop[1]} times"))
     return flags

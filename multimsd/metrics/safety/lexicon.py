@@ -142,16 +142,17 @@ RANGES: dict[str, tuple[tuple[str, str], ...]] = {
 # not exceed", "nicht mehr als", 不超过, 超えない) is part of the relation, not a negation of the sentence.
 UPPER, LOWER = "≤", "≥"
 _NEG_EN = r"(?:not|never|n't|no)"
+_VERBS_EN = r"(?:(?!a\b|an\b|the\b)\w+\s+){0,2}?"  # "do not take more than", not "not a woman over 65"
 LIMITS: dict[str, dict[str, tuple[str, ...]]] = {
     "en": {
-        "pre≤": (rf"\b{_NEG_EN}\s+(?:\w+\s+){{0,2}}?(?:more|higher|greater|longer|over|above|beyond)(?:\s+than)?",
-                 rf"\b{_NEG_EN}\s+(?:\w+\s+){{0,2}}?exceed(?:ing)?", r"\bnot to exceed",
+        "pre≤": (rf"\b{_NEG_EN}\s+{_VERBS_EN}(?:more|higher|greater|longer|over|above|beyond)(?:\s+than)?",
+                 rf"\b{_NEG_EN}\s+{_VERBS_EN}exceed(?:ing)?", r"\bnot to exceed",
                  r"\bat (?:the )?most", r"\bup to", r"\bmaximum(?: of)?", r"\bmax\.?", r"\bless than",
                  r"\bfewer than", r"\bunder", r"\bbelow", r"\byounger than", r"\blower than", r"\bshorter than",
                  r"\bno later than", r"\blimit(?:ed)? to"),
         "post≤": (r"or (?:less|fewer|under|below|younger|lower|shorter)", r"at (?:the )?most", r"maximum",
                   r"max\.?"),
-        "pre≥": (rf"\b{_NEG_EN}\s+(?:\w+\s+){{0,2}}?(?:less|fewer|lower|shorter)(?:\s+than)?", r"\bat least",
+        "pre≥": (rf"\b{_NEG_EN}\s+{_VERBS_EN}(?:less|fewer|lower|shorter)(?:\s+than)?", r"\bat least",
                  r"\bminimum(?: of)?", r"\bmore than", r"\bover", r"\babove", r"\bgreater than", r"\bolder than",
                  r"\bhigher than", r"\blonger than", r"\bexceed(?:s|ing)?", r"\bin excess of"),
         "post≥": (r"or (?:more|longer|older|over|above|higher|greater)", r"at least", r"minimum",
