@@ -144,6 +144,7 @@ def run_checks(cases: list[Case], meaning: bool) -> None:
     for c in cases:
         by_lang[c.lang].append(c)
     for lang, cs in by_lang.items():
+        print(f"{lang}: {len(cs)} cases", file=sys.stderr, flush=True)
         dictionary = sample_dictionary(lang)
         flags = check_sentences(
             [c.source for c in cs], [c.output for c in cs], lang, dictionary, checks=LEXICAL

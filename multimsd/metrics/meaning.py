@@ -23,9 +23,15 @@ interval: higher is closer in meaning (a copy scores 100).
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 
+from multimsd.console import progress_bar
+
+log = logging.getLogger(__name__)
 PREFIX = "query: "
+LONG = 1024  # sentences: a list this long is encoded a chunk at a time, with progress
 
 THRESHOLDS: dict[str, float] = {
     "de": 0.837, "en": 0.823, "es": 0.863, "fr": 0.856, "it": 0.848, "ja": 0.866, "pt": 0.877, "ru": 0.843,
@@ -63,9 +69,18 @@ def similarities(sources: list[str], outputs: list[str], encoder=None, batch_siz
 
             encoder = offline_encoder()
         texts = [sources[k] for k in keep] + [outputs[k] for k in keep]
-        # one call, sorted by length so that each batch pads little
+        # sorted by length so that each batch pads little; a long list says so and shows its progress
         order = sorted(range(len(texts)), key=lambda k: len(texts[k]))
-        rows = encoder.encode([texts[k] for k in order], prompt=PREFIX, batch_size=batch_size)
+        ordered = [texts[k] for k in order]
+        if len(ordered) >= LONG:
+            log.info("meaning: encoding %d sentences", len(ordered))
+        chunks = range(0, len(ordered), LONG)
+        rows = np.concatenate(
+            [
+                np.asarray(encoder.encode(ordered[i : i + LONG], prompt=PREFIX, batch_size=batch_size))
+                for i in progress_bar(chunks, desc="meaning", unit="chunk", disable=len(chunks) < 2)
+            ]
+        )
         vecs = np.empty_like(rows)
         vecs[order] = rows
         n = len(keep)
