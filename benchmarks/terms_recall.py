@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from multimsd.errors import MultimsdError
 from multimsd.metrics.terms import dictionary_for
 
 LEAFLETS = Path(__file__).resolve().parent / "data" / "leaflets"
@@ -57,6 +58,8 @@ def main(argv: list[str] | None = None) -> int:
         "--terms", help="a directory of <lang>.txt|xml|bin|csv|tsv term lists (default: the bundled ones)"
     )
     args = p.parse_args(argv)
+    if args.terms is not None and not Path(args.terms).expanduser().is_dir():
+        p.error(f"--terms {args.terms}: not a directory")
     print("| leaflet | language | dictionary | terms marked | found | recall | missed |")
     print("|---|---|---|---:|---:|---:|---|")
     for name, (lang, gold) in GOLD.items():
@@ -65,7 +68,10 @@ def main(argv: list[str] | None = None) -> int:
             for line in (LEAFLETS / name).read_text(encoding="utf-8").splitlines()
             if not line.startswith("#")
         )
-        dictionary, path = dictionary_for(lang, args.terms)
+        try:
+            dictionary, path = dictionary_for(lang, args.terms, what="--terms")
+        except MultimsdError as e:
+            p.exit(2, f"error: {e}\n")
         found, missed = recall(text, gold, dictionary)
         where = f"{path.name}, {len(dictionary):,} terms" if dictionary is not None else "none"
         print(

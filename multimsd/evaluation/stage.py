@@ -125,6 +125,13 @@ def check_config(cfg: EvaluateConfig) -> None:
             )
     check_bootstrap(cfg)
     check_degenerate(cfg)
+    from multimsd.metrics.safety import SAFETY_CHECKS
+
+    if bad := sorted(set(cfg.metrics.safety_checks) - set(SAFETY_CHECKS)):
+        raise MultimsdError(
+            f"metrics.safety_checks: unknown {', '.join(bad)}; choose from {', '.join(SAFETY_CHECKS)} "
+            "(the term check is not counted: it depends on the dictionary)"
+        )
     r = cfg.refs
     if r.source or r.references:
         if r.path:

@@ -126,6 +126,10 @@ def test_threshold_is_an_option(tmp_path):
         ({"degenerate": {"max_share": 1.5}}, "degenerate.max_share=1.5: must lie between 0 and 1"),
         ({"degenerate": {"max_shar": 0.2}}, "max_shar"),  # a typo fails
         ({"bootstrap": {"alpha": 0.0}}, "bootstrap.alpha=0.0: must lie strictly between 0 and 1"),
+        (
+            {"metrics": {"safety_checks": ["numbers", "terms"]}},
+            "metrics.safety_checks: unknown terms; choose",
+        ),
     ],
 )
 def test_bad_options_one_line(tmp_path, extra, message):
