@@ -224,6 +224,16 @@ class DegenerateConfig:
 
 
 @dataclass
+class SelectConfig:
+    # A safety limit on "best" (multimsd.metrics.degenerate.mark_unsafe): a system whose share of sentences
+    # flagged by the safety checks is significantly above it in a language (the lower end of its bootstrap
+    # interval above the limit; without intervals, its share) is demoted there like a degenerate one, with the
+    # reason: "reference" (the references' own share: human simplifications drop numbers too), a percentage
+    # (10 = 10 %), or null (no limit). The report, multimsd simplify RUN and multimsd export RUN follow it.
+    max_safety: str | None = None
+
+
+@dataclass
 class EvaluateConfig:
     refs: RefsConfig = field(default_factory=RefsConfig)
     # name -> predictions: a text file (one line per reference row), a directory of <lang>.txt files, a JSONL
@@ -236,6 +246,7 @@ class EvaluateConfig:
     # Ranking criterion: a rankable metric (sari, bleu, chrf, meteor, or a registered one marked rankable) or
     # mean(<metric>,<metric>,...).
     select_by: str = "mean(sari,bleu)"
+    select: SelectConfig = field(default_factory=SelectConfig)
     bootstrap: BootstrapConfig = field(default_factory=BootstrapConfig)
     degenerate: DegenerateConfig = field(default_factory=DegenerateConfig)
     output: EvalOutputConfig = field(default_factory=EvalOutputConfig)

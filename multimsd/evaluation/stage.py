@@ -44,9 +44,11 @@ from multimsd.evaluation.scoring import evaluate_language, parse_select_by, pool
 from multimsd.fsutil import check_replaceable, check_writable_dir
 from multimsd.metrics.degenerate import (
     check_degenerate,
+    check_max_safety,
     degenerate_summary,
     demotions,
     load_cut_flags,
+    mark_unsafe,
     output_shares,
 )
 
@@ -125,6 +127,7 @@ def check_config(cfg: EvaluateConfig) -> None:
             )
     check_bootstrap(cfg)
     check_degenerate(cfg)
+    check_max_safety(cfg)
     from multimsd.metrics.safety import SAFETY_CHECKS
 
     if bad := sorted(set(cfg.metrics.safety_checks) - set(SAFETY_CHECKS)):
@@ -223,6 +226,14 @@ def _evaluate(cfg: EvaluateConfig, out_dir: Path) -> dict:
                 [cut[i] for i in rows],
                 cfg.degenerate.max_share,
                 copies_by_design=str(spec) == "@identity",
+            )
+            res = results_systems[name][lang]
+            mark_unsafe(
+                res["outputs"],
+                res.get("safety"),
+                (res.get("ci") or {}).get("safety"),
+                per_language[lang].get("safety_reference"),
+                cfg.select.max_safety,
             )
     # the one rule for "best" (multimsd.metrics.best): flagged systems are ranked after the others
     scored = {"languages": langs, "systems": results_systems}

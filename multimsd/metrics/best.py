@@ -13,7 +13,9 @@ The rule:
    ``degenerate.max_share`` empty, cut or input-identical outputs in that language, in any language for an
    average or a pooled column; or outputs that are all empty, whatever the threshold) is never the best and
    is listed after every system that is not flagged, with its flags. So a system whose outputs are all empty
-   never ranks above the copy baseline, however well its empty outputs score (FKGL 0.00, SARI ~30);
+   never ranks above the copy baseline, however well its empty outputs score (FKGL 0.00, SARI ~30). A system
+   whose share of safety-flagged sentences is significantly above ``select.max_safety`` is flagged the same
+   way (``unsafe``, :func:`multimsd.metrics.degenerate.mark_unsafe`);
 2. within each of the two groups: by score (higher first, or lower first where lower is better), a missing
    score last, ties by name;
 3. the best is the first system of the order, when it has a score and is not flagged; there is no best when

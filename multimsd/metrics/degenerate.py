@@ -33,10 +33,12 @@ from multimsd.errors import MultimsdError
 __all__ = [
     "GENERATION_INFO",
     "check_degenerate",
+    "check_max_safety",
     "degenerate_summary",
     "demotions",
     "flag_text",
     "load_cut_flags",
+    "mark_unsafe",
     "output_shares",
     "warning_lines",
 ]
@@ -49,7 +51,10 @@ WHAT = {
     "empty": "empty",
     "cut": "cut at max_new_tokens",
     "identical": "identical to the input",
+    "unsafe": "flagged by the safety checks, above select.max_safety",
 }
+DEMOTIONS = (*KINDS, "unsafe")
+"""Why a system cannot be best in a language: its degenerate kinds, and ``unsafe`` (:func:`mark_unsafe`)."""
 
 
 def check_degenerate(cfg: EvaluateConfig) -> None:
@@ -119,6 +124,40 @@ def output_shares(
     return res
 
 
+def check_max_safety(cfg: EvaluateConfig) -> None:
+    """``select.max_safety``: null, ``reference`` or a percentage, and the ``safety`` metric computed."""
+    value = cfg.select.max_safety
+    if value is None:
+        return
+    if str(value) != "reference":
+        try:
+            ok = 0.0 <= float(value) <= 100.0
+        except ValueError:
+            ok = False
+        if not ok:
+            raise MultimsdError(
+                f"select.max_safety={value}: choose reference (the references' own share) or a percentage "
+                "between 0 and 100"
+            )
+    if "safety" not in cfg.metrics.include:
+        raise MultimsdError("select.max_safety needs the safety metric: add safety to metrics.include")
+
+
+def mark_unsafe(outputs: dict, safety: float | None, interval, reference: float | None, setting) -> None:
+    """Flag one system's outputs in one language ``unsafe`` when its safety share (percent) is significantly
+    above ``select.max_safety``: the lower end of its bootstrap ``interval`` (its share without one) above the
+    limit, which is ``reference`` (the references' own share) or the setting as a percentage. Records the share
+    and the limit beside the other shares, for the warning."""
+    if setting is None or safety is None:
+        return
+    limit = reference if str(setting) == "reference" else float(setting)
+    if limit is None:
+        return
+    outputs["unsafe"], outputs["unsafe_limit"] = safety / 100.0, limit / 100.0
+    if (interval[0] if interval else safety) > limit:
+        outputs["flagged"] = [*outputs.get("flagged", []), "unsafe"]
+
+
 def demotions(results: dict, system: str, column: str) -> list[str]:
     """Why ``system``'s score in ``column`` cannot be the best (:mod:`multimsd.metrics.best`): the kinds its
     outputs are flagged for there (``column`` a language; "avg", "all" or "overall": any language), and
@@ -132,7 +171,7 @@ def demotions(results: dict, system: str, column: str) -> list[str]:
         found.update(o.get("flagged") or [])
         if o.get("n") and o.get("empty") == 1.0:
             found.add("empty")
-    return [k for k in KINDS if k in found]
+    return [k for k in DEMOTIONS if k in found]
 
 
 def degenerate_summary(results_systems: dict, langs: list[str], max_share: float) -> dict[str, Any]:
@@ -164,9 +203,16 @@ def warning_lines(results: dict, label=lambda s: s) -> list[str]:
     for name, per_lang in (deg.get("flagged") or {}).items():
         for g, kinds in per_lang.items():
             o = results["systems"][name][g]["outputs"]
-            what = ", ".join(f"{100 * o[k]:.0f} % {WHAT[k]}" for k in kinds)
-            out.append(
-                f"Warning: {label(name)} ({g}): {what} (above {100 * limit:g} %, degenerate.max_share); its "
-                f"{g} scores measure degenerate outputs and none of them is marked best."
-            )
+            if kinds := [k for k in kinds if k in KINDS]:
+                what = ", ".join(f"{100 * o[k]:.0f} % {WHAT[k]}" for k in kinds)
+                out.append(
+                    f"Warning: {label(name)} ({g}): {what} (above {100 * limit:g} %, degenerate.max_share); its "
+                    f"{g} scores measure degenerate outputs and none of them is marked best."
+                )
+            if "unsafe" in per_lang[g]:
+                out.append(
+                    f"Warning: {label(name)} ({g}): {100 * o['unsafe']:.1f} % of its sentences flagged by the "
+                    f"safety checks, significantly above the limit of {100 * o['unsafe_limit']:.1f} % "
+                    "(select.max_safety); none of its scores there is marked best."
+                )
     return out
