@@ -97,11 +97,10 @@ def generated(lang: str, sents: list[tuple[str, str]], rng: random.Random) -> li
         if (removed := sp.term_removed(s, lang, dictionary)) is not None:
             cases.append(Case(lang, "terms", "flag", "term removed", s, removed, "generated"))
     # the meaning check: echoes and unrelated sentences of the same language and register
-    others = [(a, s) for a, s in sents]
     for article, s in rng.sample(sents, min(40, len(sents))):
         cases.append(Case(lang, "meaning", "flag", "instruction echoed", s, INSTRUCTIONS[lang], "generated"))
         cases.append(Case(lang, "meaning", "flag", "preamble only", s, sp.ECHO[lang], "generated"))
-        unrelated = rng.choice([o for a, o in others if a != article])
+        unrelated = rng.choice([o for a, o in sents if a != article])
         cases.append(Case(lang, "meaning", "flag", "unrelated sentence", s, unrelated, "generated"))
     return cases
 

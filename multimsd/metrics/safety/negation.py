@@ -21,7 +21,7 @@ import re
 from functools import cache
 
 from multimsd.metrics.safety import lexicon as lx
-from multimsd.metrics.safety.numbers import normalise
+from multimsd.metrics.safety.numbers import analyse, normalise
 from multimsd.text import word_tokenize
 
 _CLAUSE = re.compile(r"[,;:.!?、，。；：！？]")
@@ -83,6 +83,4 @@ def negation_cues(text: str, lang: str, masks: list[tuple[int, int]] = ()) -> li
 
 def negations(text: str, lang: str) -> int:
     """How many negations ``text`` has (its limits found and left out, as :func:`check_sentence` does)."""
-    from multimsd.metrics.safety.numbers import analyse
-
     return len(negation_cues(text, lang, analyse(text, lang)[1]))
