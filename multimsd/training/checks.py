@@ -12,16 +12,18 @@ from omegaconf import OmegaConf
 from multimsd.errors import MultimsdError
 from multimsd.split import check_split_config
 from multimsd.training.checkpoint import last_checkpoint
-from multimsd.training.config import TrainConfig
+from multimsd.training.config import CONFIG_FILE, TrainConfig
 from multimsd.training.decode import check_backend
 from multimsd.training.kinds import get_kind
 from multimsd.training.loss import check_theta
 from multimsd.training.optimizers import check_optimizer
 
+MODES = ("train", "icl", "dpo")
+
 
 def check_config(cfg: TrainConfig) -> None:
-    if cfg.mode not in ("train", "icl"):
-        raise MultimsdError(f"mode={cfg.mode!r}: choose train or icl")
+    if cfg.mode not in MODES:
+        raise MultimsdError(f"mode={cfg.mode!r}: choose {', '.join(MODES)}")
     check_theta(cfg.loss.theta, "loss.theta")  # the loss's own check, before anything is loaded
     kind = get_kind(cfg.model.kind)  # an unknown kind: one error listing the registered ones
     check_optimizer(cfg.optim.optimizer)
@@ -30,6 +32,17 @@ def check_config(cfg: TrainConfig) -> None:
     kind.check(cfg)  # the kind's own settings (the LSTM's sizes, mode=icl for chat models only, ...)
     # a decoding backend the kind does not have: at start-up, not at the first decode after an epoch
     check_backend(cfg.eval.backend, getattr(kind, "decode_backends", ("generate",)), cfg.model.kind)
+    if (cfg.eval.do_sample or cfg.mode == "dpo") and not kind.supports_sampling:
+        raise MultimsdError(
+            f"model.kind={cfg.model.kind} does not sample outputs: eval.do_sample and mode=dpo need a "
+            "transformers kind (causal, seq2seq)"
+        )
+    if cfg.eval.do_sample and cfg.eval.backend == "continuous":
+        raise MultimsdError(
+            "eval.do_sample: eval.backend=continuous decodes greedily; use generate or static"
+        )
+    if cfg.mode == "dpo":
+        check_dpo(cfg)
     if cfg.eval.early_stopping_metric not in ("loss", "sari"):
         raise MultimsdError(
             f"eval.early_stopping_metric={cfg.eval.early_stopping_metric!r}: choose loss or sari"
@@ -50,20 +63,54 @@ def check_config(cfg: TrainConfig) -> None:
     check_split_config(cfg.data.sample_split, "data.sample_split")
 
 
+def check_dpo(cfg: TrainConfig) -> None:
+    """mode=dpo: a start system that exists and was trained with this run's model, sane DPO settings."""
+    from multimsd.metrics.rewards import check_spec
+    from multimsd.training.dpo import check_dpo_settings
+
+    d = cfg.dpo
+    check_dpo_settings(d.beta, d.label_smoothing)
+    if d.samples < 2:
+        raise MultimsdError(f"dpo.samples={d.samples}: sample at least 2 outputs per source to compare")
+    if d.temperature <= 0 or not 0 < d.top_p <= 1:
+        raise MultimsdError(f"dpo.temperature={d.temperature}, dpo.top_p={d.top_p}: need > 0 and (0, 1]")
+    if d.fallback not in ("reference", "skip"):
+        raise MultimsdError(f"dpo.fallback={d.fallback!r}: choose reference or skip")
+    if d.max_sources is not None and d.max_sources < 1:
+        raise MultimsdError(f"dpo.max_sources={d.max_sources}: at least 1, or null for every source")
+    check_spec(d.reward)
+    if not d.start:
+        raise MultimsdError("mode=dpo needs dpo.start=<the trained system's directory> (config.yaml, best/)")
+    start = Path(d.start)
+    if not (start / "best").is_dir():
+        raise MultimsdError(f"dpo.start={start}: no trained weights there (best/); train that system first")
+    saved = OmegaConf.load(start / CONFIG_FILE) if (start / CONFIG_FILE).is_file() else None
+    if saved is not None:
+        mine = OmegaConf.to_container(OmegaConf.structured(cfg.model))
+        theirs = OmegaConf.to_container(saved.get("model", {}))
+        differ = sorted(k for k in mine if k != "name" and k in theirs and mine[k] != theirs[k])
+        if differ:
+            raise MultimsdError(
+                f"dpo.start={start} was trained with other model settings ({', '.join(differ)}); "
+                "train the DPO stage with the start system's model"
+            )
+
+
 def config_fingerprint(cfg: TrainConfig) -> dict:
-    """What a checkpoint must agree on to be resumed: the model, data and optimisation (not eval knobs)."""
+    """What a checkpoint must agree on to be resumed: the model, data and optimisation (not eval knobs), and
+    the preference stage's settings (the pairs it mines and its loss)."""
     c = OmegaConf.to_container(OmegaConf.structured(cfg))
-    return {k: c[k] for k in ("model", "data", "loss", "optim", "seed")}
+    return {k: c[k] for k in ("model", "data", "loss", "optim", "seed", "dpo")}
 
 
 def check_resume_target(out: Path, fingerprint: dict, cfg: TrainConfig) -> None:
     """A checkpoint directory written by a *different* configuration is never resumed or overwritten."""
-    if cfg.mode == "train" and not cfg.resume and last_checkpoint(out) is not None:
+    if cfg.mode != "icl" and not cfg.resume and last_checkpoint(out) is not None:
         raise MultimsdError(
             f"{out} already holds checkpoints; pass resume=true to continue, or another output.dir"
         )
     saved = out / "train_config.json"
-    if cfg.mode == "train" and cfg.resume and saved.exists():
+    if cfg.mode != "icl" and cfg.resume and saved.exists():
         old = json.loads(saved.read_text(encoding="utf-8"))
         new = json.loads(json.dumps(fingerprint))
         defaults = json.loads(json.dumps(config_fingerprint(_kind_defaults(cfg))))

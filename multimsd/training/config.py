@@ -132,7 +132,14 @@ class EvalSettings:
     # base weights are copied aside first and restored bit for bit after (on the device when the copy takes at
     # most half its free memory, else in host memory: Llama-8B ~14 GiB); the final predictions merge with no copy.
     merge_lora: bool = True
-    early_stopping_metric: str = "loss"  # loss (validation cross-entropy, paper) | sari
+    # Sampling instead of greedy / beam search: 🤗 generate's do_sample with temperature and top_p (one beam).
+    # The preference stage (mode=dpo) samples its candidate outputs this way; an evaluation normally decodes
+    # deterministically. causal and seq2seq kinds; eval.backend=continuous is greedy only.
+    do_sample: bool = False
+    temperature: float = 1.0
+    top_p: float = 1.0
+    # loss: the validation cross-entropy (paper); under mode=dpo, the DPO loss of the validation pairs | sari
+    early_stopping_metric: str = "loss"
     patience: int = 1
     before_training: bool = True  # also evaluate the untrained model (for a before/after comparison)
 
@@ -147,6 +154,34 @@ class EvalSettings:
 class IclSettings:
     shots: int = 0  # 0-shot or k-shot (paper: 5) prompting with no training
     seed: int = 42
+
+
+@dataclass
+class DpoSettings:
+    """mode=dpo: direct preference optimisation from a trained system (multimsd.training.preference).
+
+    Per training source the start system samples ``samples`` outputs; each is scored with ``reward``
+    (multimsd.metrics.rewards: terms added, gates multiplied); a *pair* keeps the best output that passes every
+    gate (chosen) and the most tempting one that fails a gate (rejected: a changed number or negation, a copy,
+    a loop). Sources with no failing sample give no pair. The pairs (train and validation) are a 🤗 DatasetDict
+    in output.dir/pairs, with the start system's log-probabilities of both outputs: the frozen reference of
+    the DPO loss, computed once, so no second model is held while training."""
+
+    # The trained system to start from and stay near: its directory (config.yaml and best/), e.g. a run's
+    # systems/finetuned_theta1 or a train.py output.dir. Its model settings must be this run's.
+    start: str | None = None
+    beta: float = 0.1  # how far the policy may move from the start (the KL's weight): 0.1 as Rafailov et al.
+    label_smoothing: float = 0.0  # conservative DPO for noisy preferences, in [0, 0.5)
+    samples: int = 4  # outputs sampled per source (temperature / top_p below)
+    temperature: float = 1.0
+    top_p: float = 1.0
+    reward: dict[str, float] = field(
+        default_factory=lambda: {"sari": 1.0, "safety_gate": 1.0, "guardrails": 1.0}
+    )
+    # When no sample passes the gates: reference = the source's reference simplification is the chosen output
+    # (when it passes them itself); skip = no pair from that source.
+    fallback: str = "reference"
+    max_sources: int | None = None  # a seeded subset of the training sources (reduced-scale runs); null = all
 
 
 @dataclass
@@ -166,13 +201,14 @@ class TrainOutput:
 
 @dataclass
 class TrainConfig:
-    mode: str = "train"  # train | icl
+    mode: str = "train"  # train | icl | dpo (preference optimisation from dpo.start)
     model: ModelSettings = field(default_factory=ModelSettings)
     data: TrainData = field(default_factory=TrainData)
     loss: LossSettings = field(default_factory=LossSettings)
     optim: OptimSettings = field(default_factory=OptimSettings)
     eval: EvalSettings = field(default_factory=EvalSettings)
     icl: IclSettings = field(default_factory=IclSettings)
+    dpo: DpoSettings = field(default_factory=DpoSettings)
     hub: HubSettings = field(default_factory=HubSettings)
     output: TrainOutput = field(default_factory=TrainOutput)
     # Deprecated: the old name of output.dir, still read (copied to output.dir, with a one-line note).

@@ -27,7 +27,7 @@ import torch.nn.functional as F
 
 from multimsd.errors import MultimsdError
 
-__all__ = ["dpo_loss", "sequence_logps"]
+__all__ = ["check_dpo_settings", "dpo_loss", "sequence_logps"]
 
 
 def sequence_logps(logits: torch.Tensor, labels: torch.Tensor, ignore_index: int = -100) -> torch.Tensor:
@@ -42,6 +42,14 @@ def sequence_logps(logits: torch.Tensor, labels: torch.Tensor, ignore_index: int
     return (logp * mask).sum(-1)
 
 
+def check_dpo_settings(beta: float, label_smoothing: float) -> None:
+    """One error line for a β or a label smoothing the loss cannot use."""
+    if beta <= 0:
+        raise MultimsdError(f"dpo beta={beta}: must be > 0 (how far the policy may move from its start)")
+    if not 0.0 <= label_smoothing < 0.5:
+        raise MultimsdError(f"dpo label_smoothing={label_smoothing}: must lie in [0, 0.5)")
+
+
 def dpo_loss(
     policy_chosen: torch.Tensor,
     policy_rejected: torch.Tensor,
@@ -49,15 +57,17 @@ def dpo_loss(
     reference_rejected: torch.Tensor,
     beta: float = 0.1,
     label_smoothing: float = 0.0,
+    reduction: str = "mean",
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(the mean DPO loss, the chosen outputs' implicit rewards, the rejected ones') from sequence
-    log-probabilities ``[pairs]`` of the policy and of the frozen reference (module docstring)."""
-    if beta <= 0:
-        raise MultimsdError(f"dpo beta={beta}: must be > 0 (how far the policy may move from its start)")
-    if not 0.0 <= label_smoothing < 0.5:
-        raise MultimsdError(f"dpo label_smoothing={label_smoothing}: must lie in [0, 0.5)")
+    log-probabilities ``[pairs]`` of the policy and of the frozen reference (module docstring).
+    ``reduction="none"``: the loss per pair (a training step that accumulates sums them itself)."""
+    check_dpo_settings(beta, label_smoothing)
     chosen = policy_chosen - reference_chosen
     rejected = policy_rejected - reference_rejected
     z = beta * (chosen - rejected)
     loss = -(1.0 - label_smoothing) * F.logsigmoid(z) - label_smoothing * F.logsigmoid(-z)
-    return loss.mean(), beta * chosen.detach(), beta * rejected.detach()
+    if reduction not in ("mean", "none"):
+        raise ValueError(f"reduction={reduction!r}: mean or none")
+    loss = loss.mean() if reduction == "mean" else loss
+    return loss, beta * chosen.detach(), beta * rejected.detach()

@@ -170,6 +170,18 @@ class MicroBatchLoss:
                 target_index=batch.get(target_index_key(self.kind.shift_labels)),
             )
 
+    def items(self, batch: dict) -> int:
+        """What the step's loss is averaged over, counted on the host: the label tokens of ``batch``."""
+        return label_count(self.kind, batch)
+
+    def step_metrics(self) -> dict:
+        """What a step logs besides its loss: nothing more for the token loss."""
+        return {}
+
+    def validation_terms(self, model, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
+        """The validation loss's sums and counts per example: the plain cross-entropy and its label tokens."""
+        return self.example_cross_entropy(model, batch)
+
     def example_cross_entropy(self, model, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
         """Validation: per example, the summed plain cross-entropy (no θ, no smoothing) and its label count."""
         if self.head is None:

@@ -178,6 +178,10 @@ def build(cfg: TrainConfig, progress: Progress) -> Session:
     set_seed(cfg.seed)
     check_resume_target(out, config_fingerprint(cfg), cfg)
     model, tokenizer = load_model_and_tokenizer(cfg.model, rows["train"], cfg.data.paraphrase)
+    if cfg.mode == "dpo":  # the policy begins as the system it improves on (multimsd.training.preference)
+        from multimsd.training.preference import load_start
+
+        model = load_start(cfg, get_kind(cfg.model.kind), model, accelerator)
     return Session(cfg, get_kind(cfg.model.kind), out, accelerator, model, tokenizer, rows, progress)
 
 
@@ -237,7 +241,12 @@ def build_optimization(s: Session) -> None:
 def prepare_training(s: Session) -> None:
     """Loaders, optimizer, Accelerate's ``prepare``, the micro-batch loss, the resume state, the results' head."""
     cfg, accelerator = s.cfg, s.accelerator
-    probe = build_dataloaders(s)
+    if cfg.mode == "dpo":  # preference pairs, mined with the start model (or read back on a resume)
+        from multimsd.training.preference import DpoObjective, build_pair_dataloaders
+
+        probe = build_pair_dataloaders(s)
+    else:
+        probe = build_dataloaders(s)
     build_optimization(s)
     s.model, s.optimizer, s.train_dl, s.scheduler = accelerator.prepare(
         s.model, s.optimizer, s.train_dl, s.scheduler
@@ -248,6 +257,8 @@ def prepare_training(s: Session) -> None:
     # training example), else from the logits (multimsd.training.forward)
     probe = {k: t.to(accelerator.device) for k, t in probe.items()}
     s.losses = s.kind.build_loss(cfg, s.model, s.tokenizer, accelerator, probe)
+    if cfg.mode == "dpo":  # the DPO loss over the kind's forward: sequence log-probabilities of each pair
+        s.losses = DpoObjective(s.losses, cfg.dpo.beta, cfg.dpo.label_smoothing)
     accelerator.register_for_checkpointing(s.state)
     register_trainable_only_hooks(accelerator)  # a LoRA checkpoint holds the adapter, not the frozen base
     fingerprint = config_fingerprint(cfg)
@@ -264,6 +275,7 @@ def prepare_training(s: Session) -> None:
         remove_partial_checkpoints(s.out)  # what a run killed (SIGKILL) while saving one left
     # how the steps were computed (loss.chunked / data.packing apply where they can, see multimsd.training.forward)
     s.results = {
+        **s.results,  # mode=dpo: what the pair mining found
         "resumed_from": None if ckpt is None else str(ckpt),
         "chunked_loss": s.losses.chunked,
         "packing": s.packing,
@@ -324,7 +336,7 @@ def train_step(s: Session, window: list[dict]) -> dict:
     # Count the label tokens over all processes first, so every micro-batch loss is normalised by the same global
     # number. The collator's target_index gives the count on the host: nothing inside the step waits for the
     # device until its loss is read at the end.
-    n_local = sum(label_count(kind, b) for b in window)
+    n_local = sum(s.losses.items(b) for b in window)
     if accelerator.num_processes > 1:
         n_global = accelerator.gather(torch.tensor([n_local], device=accelerator.device)).sum().clamp(min=1)
     else:
@@ -364,6 +376,7 @@ def train_step(s: Session, window: list[dict]) -> dict:
         "loss": loss_value,
         "seconds": seconds,
         "tokens": int(tokens),
+        **s.losses.step_metrics(),  # mode=dpo: the implicit rewards of the step's pairs
     }
 
 

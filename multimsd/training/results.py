@@ -21,11 +21,12 @@ from multimsd.training.predict import generate, score_predictions, shots_by_lang
 
 @torch.no_grad()
 def validation_loss(model, dataloader, accelerator, losses: MicroBatchLoss) -> float:
-    """Token-averaged plain cross-entropy over the whole validation split (all processes)."""
+    """The validation loss over the whole validation split (all processes): the token-averaged plain
+    cross-entropy, or the objective's own (mode=dpo: the mean DPO loss of the validation pairs)."""
     model.eval()
     total, count = torch.zeros((), device=accelerator.device), torch.zeros((), device=accelerator.device)
     for batch in dataloader:
-        per_ex_sum, per_ex_n = losses.example_cross_entropy(model, batch)
+        per_ex_sum, per_ex_n = losses.validation_terms(model, batch)
         # gather_for_metrics drops the samples Accelerate duplicated to even out the last batch
         per_ex_sum, per_ex_n = accelerator.gather_for_metrics((per_ex_sum, per_ex_n))
         total += per_ex_sum.sum()

@@ -63,6 +63,14 @@ def novel_flags(labels: list[int], source_ids: set[int], special: set[int]) -> l
     return [int(t != -100 and t not in source_ids and t not in special) for t in labels]
 
 
+def sampling(cfg) -> dict:
+    """🤗 generate's sampling settings of ``cfg.eval`` (``do_sample``; one beam when sampling), or greedy."""
+    e = cfg.eval
+    if not getattr(e, "do_sample", False):  # a config saved before the key existed decodes greedily
+        return {"do_sample": False}
+    return {"do_sample": True, "temperature": e.temperature, "top_p": e.top_p, "num_beams": 1}
+
+
 # (outputs, batch, start, *, step, micro_batch, num_items) -> the micro-batch's loss
 LossFunction = Callable[..., Any]
 
@@ -76,6 +84,7 @@ class ModelKind:
     # model=<kind> on its own loads this model (None: the options' default pretrained).
     default_pretrained: str | None = None
     supports_icl = False  # mode=icl prompts a chat model
+    supports_sampling = False  # eval.do_sample (and mode=dpo, which samples its candidates): 🤗 generate's
     shift_labels = False  # True where logits[:, t] predicts labels[:, t + 1] (a decoder-only LM)
     # data.packing: the model takes a micro-batch's examples as one row, told apart by restarting position_ids
     supports_packing = False
@@ -201,11 +210,7 @@ class ModelKind:
     def generation_settings(self, cfg) -> dict:
         """The settings of ``generate`` the evaluation decodes with, as 🤗 ``GenerationConfig`` keys: what
         :meth:`generate` passes, and what ``multimsd export`` writes into ``generation_config.json``."""
-        return {
-            "do_sample": False,
-            "num_beams": cfg.eval.num_beams,
-            "max_new_tokens": cfg.eval.max_new_tokens,
-        }
+        return {"num_beams": cfg.eval.num_beams, "max_new_tokens": cfg.eval.max_new_tokens, **sampling(cfg)}
 
     def save_pretrained(self, model, tokenizer, path: Path, save_function: Callable) -> None:
         """Write the (unwrapped) model and its tokenizer into the directory ``path``."""

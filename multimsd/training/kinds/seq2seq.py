@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from multimsd.training.decode import Generated, cut_at_cap, decode_batches, eos_token_ids, forces_end
-from multimsd.training.kinds.base import Tokenized, novel_flags, register_kind
+from multimsd.training.kinds.base import Tokenized, novel_flags, register_kind, sampling
 from multimsd.training.kinds.transformer import TransformerKind
 
 MBART50_LANG_CODES: dict[str, str] = {
@@ -63,7 +63,7 @@ class Seq2SeqKind(TransformerKind):
 
     def generation_settings(self, cfg) -> dict:
         # max_length, as the paper's decoding: it counts the decoder's start token (</s> for mBART)
-        return {"num_beams": cfg.eval.num_beams, "max_length": cfg.eval.max_new_tokens}
+        return {"num_beams": cfg.eval.num_beams, "max_length": cfg.eval.max_new_tokens, **sampling(cfg)}
 
     def generate(self, cfg, model, tokenizer, rows: list[dict], shots: dict) -> list[str]:
         out: dict[int, str] = {}

@@ -94,6 +94,7 @@ class TransformerKind(ModelKind):
     """A pretrained transformers model, fully fine-tuned or wrapped with a LoRA adapter (peft)."""
 
     options = TransformerModelSettings
+    supports_sampling = True
 
     def auto_class(self):
         """The ``transformers.AutoModelFor…`` class of this kind."""
