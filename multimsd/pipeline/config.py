@@ -15,15 +15,27 @@ from omegaconf import OmegaConf
 
 from multimsd.split import SplitConfig
 
-# What a system is: trained by train.py, prompted by train.py mode=icl (no training), or the copy baseline.
-SYSTEM_KINDS = ("train", "icl", "copy")
+# What a system is: trained by train.py, prompted by train.py mode=icl (no training), the copy baseline,
+# optimised further from another system of the run (train.py mode=dpo from that system's best model), or that
+# system's model decoded again with other decoding settings (train.py mode=predict; no training).
+SYSTEM_KINDS = ("train", "icl", "copy", "optimise", "decode")
+# How an optimise system improves on its start: dpo = preference pairs mined from the start system's samples
+# and scored by the rewards (multimsd.training.preference). grpo (TRL's GRPOTrainer) is not built yet.
+OBJECTIVES = ("dpo",)
 
 
 @dataclass
 class SystemConfig:
-    kind: str = "train"  # train | icl | copy
-    # train.py overrides of this system only, after the run's `train` list (e.g. [icl.shots=5], [loss.theta=4])
+    kind: str = "train"  # train | icl | copy | optimise | decode
+    # train.py overrides of this system only, after the run's `train` list (e.g. [icl.shots=5], [loss.theta=4]);
+    # an optimise system's come after its start system's (e.g. [dpo.beta=0.2, dpo.samples=8])
     train: list[str] = field(default_factory=list)
+    # kind=optimise: the system of kind train it starts from and stays near (a swept one by its made name,
+    # finetuned_theta1; with seeds=[…] each seed starts from the same seed's system), and how it optimises;
+    # kind=decode: the trained or optimised system whose model it decodes again, with its own `train`
+    # overrides (e.g. [eval.number_guard=true]: never a digit the source lacks)
+    start: str | None = None
+    objective: str = "dpo"
     label: str | None = None  # how the report names it; null = the system's name
     enabled: bool = (
         True  # false drops a system of the defaults or of a preset (systems.zero_shot.enabled=false)

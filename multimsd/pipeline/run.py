@@ -44,19 +44,24 @@ from multimsd.commands.compose import compose, register_schemas  # noqa: F401
 from multimsd.config import DegenerateConfig
 from multimsd.errors import MultimsdError
 from multimsd.outdir import alias_of, use_output_dir
-from multimsd.pipeline.config import SYSTEM_KINDS, RunConfig
+from multimsd.pipeline.config import RunConfig
 from multimsd.pipeline.labels import system_label
 from multimsd.pipeline.languages import aligned_languages, follow_aligned
 from multimsd.pipeline.records import StageRecords, fingerprint, read_json, write_json_atomic
 from multimsd.pipeline.seeds import (
-    check_seeds,
     expand_compare,
-    expand_seeds,
     seed_groups,
     seed_summary,
     sweep_on_seed_mean,
 )
-from multimsd.pipeline.sweep import expand_sweep, quote, recorded_value, validation_flags
+from multimsd.pipeline.sweep import quote, recorded_value, validation_flags
+from multimsd.pipeline.systems import (  # noqa: F401  (expand_systems: part of this module's API)
+    STARTS_FROM,
+    default_label,
+    expand_systems,
+    planning_order,
+    started_overrides,
+)
 from multimsd.split import check_split_config
 
 logger = logging.getLogger("multimsd.pipeline")
@@ -81,30 +86,6 @@ class Stage:
 def _user_dirs(cfg: RunConfig | DictConfig) -> list[str]:
     """The user's config directory (``config_dir`` / ``--config-dir``), searched after the packaged configs."""
     return [str(Path(cfg.config_dir).expanduser())] if cfg.get("config_dir") else []
-
-
-def expand_systems(cfg: RunConfig | DictConfig) -> dict[str, dict]:
-    """The systems of the run, each train system once per sweep value: name -> {kind, train, label, sweep}."""
-    systems = {name: sc for name, sc in cfg.systems.items() if sc.enabled}
-    if not systems:
-        raise MultimsdError("systems: empty; name at least one system (e.g. systems.copy.kind=copy)")
-    param, values = cfg.sweep.parameter, list(cfg.sweep["values"])
-    if param and not values:
-        raise MultimsdError(f"sweep.parameter={param} needs sweep.values (e.g. sweep.values=[1,4])")
-    out: dict[str, dict] = {}
-    for name, sc in systems.items():
-        if sc.kind not in SYSTEM_KINDS:
-            raise MultimsdError(f"systems.{name}.kind={sc.kind!r}: choose one of {', '.join(SYSTEM_KINDS)}")
-        if not name.replace("_", "").replace("-", "").isalnum():
-            raise MultimsdError(f"systems.{name}: use letters, digits, '_' and '-' in system names")
-        # label: the user's (systems.NAME.label) or, once its config is composed (plan), what ran
-        base = {"kind": sc.kind, "train": list(sc.train), "label": sc.label, "sweep": None, "suffix": ""}
-        if sc.kind == "train" and param:  # names that any value can take (multimsd.pipeline.sweep)
-            # a made name may not be another system's (any of them, also one listed later) nor another sweep's
-            out.update(expand_sweep(name, base, param, values, (set(systems) - {name}) | set(out)))
-        else:
-            out[name] = base
-    return expand_seeds(out, check_seeds(cfg.get("seeds")))  # seeds=[…]: each train system once per seed
 
 
 def plan(cfg: RunConfig | DictConfig, run_dir: Path) -> list[Stage]:
@@ -147,31 +128,43 @@ def plan(cfg: RunConfig | DictConfig, run_dir: Path) -> list[Stage]:
         stages.append(Stage("gold", gold_cfg, gold_fp, run_dir / "align" / "gold", "gold"))
 
     systems = expand_systems(cfg)
-    for name, sys_cfg in systems.items():
+    planned: dict[str, Stage] = {}
+    # a started system after the system it starts from: its stage reads that one's best model
+    for name in planning_order(systems):
+        sys_cfg = systems[name]
         if sys_cfg["kind"] == "copy":
             sys_cfg["label"] = sys_cfg["label"] or system_label("copy", None)
             continue
         out = run_dir / "systems" / name
+        own = [*cfg.train, *sys_cfg["train"]]
+        upstream = [align_fp]
+        if sys_cfg["kind"] in STARTS_FROM:  # the start system's settings, then this system's own
+            own = [*cfg.train, *systems[sys_cfg["start"]]["train"], *sys_cfg["train"]]
+            upstream.append(planned[sys_cfg["start"]].fp)
         # The run places every system's outputs: a train.output_dir=… (deprecated name) is dropped like a
         # train.output.dir=… is overridden.
-        overrides = [*cfg.train, *sys_cfg["train"], f"data.path={run_dir / 'align'}"]
-        overrides += [f"output.dir={out}", "output_dir=null"]
+        overrides = [*own, f"data.path={run_dir / 'align'}", f"output.dir={out}", "output_dir=null"]
         if sys_cfg["kind"] == "icl":
             overrides.append("mode=icl")
+        if sys_cfg["kind"] in STARTS_FROM:
+            overrides += started_overrides(sys_cfg, run_dir)
         train_cfg = compose("train", overrides, search=_user_dirs(cfg))
-        if follow := follow_aligned(name, train_cfg, [*cfg.train, *sys_cfg["train"]], aligned):
+        if follow := follow_aligned(name, train_cfg, own, aligned):
             train_cfg = compose("train", [*overrides, follow], search=_user_dirs(cfg))
         for key in ("split", "sample_split"):
             check_split_config(train_cfg.data[key], f"train.data.{key}")
         resolved = OmegaConf.to_container(train_cfg, resolve=True)
         if sys_cfg["kind"] == "icl":  # prompting never reads the optimiser or loss settings
             resolved = {k: v for k, v in resolved.items() if k not in ("optim", "loss")}
-        fp = fingerprint([__version__, resolved], align_fp, root=run_dir)
-        sys_cfg["label"] = (sys_cfg["label"] or system_label(sys_cfg["kind"], train_cfg)) + sys_cfg["suffix"]
+        fp = fingerprint([__version__, resolved], *upstream, root=run_dir)
+        sys_cfg["label"] = (sys_cfg["label"] or default_label(sys_cfg, systems, train_cfg)) + sys_cfg[
+            "suffix"
+        ]
         if sys_cfg["sweep"] is not None:  # the value as it ran (typed by train.py's schema), for run.json
             key = sys_cfg["parameter"].lstrip("+~")
             sys_cfg["value"] = recorded_value(OmegaConf.select(train_cfg, key), sys_cfg["sweep"])
-        stages.append(Stage(f"train/{name}", train_cfg, fp, out, "train", name, sys_cfg))
+        planned[name] = Stage(f"train/{name}", train_cfg, fp, out, "train", name, sys_cfg)
+        stages.append(planned[name])
 
     trained = [s for s in stages if s.kind == "train"]
     if trained:
@@ -328,8 +321,10 @@ def write_run_files(
             "label": sc["label"],
             "theta": _theta(stages, name),
             "predictions": None if sc["kind"] == "copy" else rel(out / "predictions" / "test"),
-            "train_results": rel(out / "all_results.json") if sc["kind"] == "train" else None,
+            "train_results": rel(out / "all_results.json") if sc["kind"] not in ("copy", "icl") else None,
         }
+        if sc["kind"] in STARTS_FROM:  # what it started from, and how it optimised
+            run_info["systems"][name].update(start=sc["start"], objective=sc["objective"])
         # a swept system's key and the value it ran with: what the report reads, never the name
         if sc["sweep"] is not None:
             run_info["systems"][name]["sweep"] = {"parameter": sc["parameter"], "value": sc["value"]}

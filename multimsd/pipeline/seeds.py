@@ -1,7 +1,8 @@
 """``multimsd run seeds=[…]``: every trained system once per seed, and what the seeds say together.
 
 * :func:`check_seeds` — one-line errors for a bad ``seeds`` (empty, duplicates, not integers ≥ 0);
-* :func:`expand_seeds` — every system of kind ``train`` (each sweep value too) becomes one system per seed,
+* :func:`expand_seeds` — every system of kind ``train`` (each sweep value too), ``optimise`` and ``decode``
+  (from the same seed's start) becomes one system per seed,
   ``<name>_seed<s>`` with train.py's ``seed=<s>``: its own stage, output directory (``systems/<name>_seed<s>/``)
   and fingerprint, so the run's caching skips what is done; ``icl`` and ``copy`` systems run once;
 * :func:`expand_compare` — a comparison ``a:b`` of seeded systems is made per seed (``a_seed1:b_seed1``, …);
@@ -62,7 +63,7 @@ def expand_seeds(systems: dict[str, dict], seeds: list[int] | None) -> dict[str,
         return systems
     out: dict[str, dict] = {}
     for name, sc in systems.items():
-        if sc["kind"] != "train":
+        if sc["kind"] not in ("train", "optimise", "decode"):
             out[name] = sc
             continue
         for s in seeds:
@@ -77,6 +78,8 @@ def expand_seeds(systems: dict[str, dict], seeds: list[int] | None) -> dict[str,
                 "seed": s,
                 "seed_of": name,
             }
+            if sc.get("start") is not None:  # a started system: each seed from the same seed's system
+                out[f"{name}_seed{s}"]["start"] = f"{sc['start']}_seed{s}"
     return out
 
 

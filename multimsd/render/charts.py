@@ -54,17 +54,22 @@ class Series:
     errors: list[tuple[float, float] | None] | None = None
     dashed: bool = False
     markers: bool = True
+    # optional (lo, hi) per point along x, drawn as horizontal error bars (a scatter of two scores)
+    x_errors: list[tuple[float, float] | None] | None = None
 
 
 def _finite(s: Series) -> Series:
     keep = [
         i for i, (x, y) in enumerate(s.points) if x is not None and y is not None and math.isfinite(x + y)
     ]
-    errors = None
-    if s.errors:
-        errors = [s.errors[i] if i < len(s.errors) else None for i in keep]
-        errors = [e if e and all(v is not None and math.isfinite(v) for v in e) else None for e in errors]
-    return Series(s.name, [s.points[i] for i in keep], errors, s.dashed, s.markers)
+
+    def kept(bars):
+        if not bars:
+            return None
+        bars = [bars[i] if i < len(bars) else None for i in keep]
+        return [e if e and all(v is not None and math.isfinite(v) for v in e) else None for e in bars]
+
+    return Series(s.name, [s.points[i] for i in keep], kept(s.errors), s.dashed, s.markers, kept(s.x_errors))
 
 
 def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
@@ -159,6 +164,7 @@ def line_chart(
     ys = [y for s in series for _, y in s.points]
     for s in series:
         ys += [v for e in (s.errors or []) if e for v in e]
+        xs += [v for e in (s.x_errors or []) if e for v in e]
     if not xs:
         xs, ys = [0.0, 1.0], [0.0, 1.0]
     xt, yt = _ticks(min(xs), max(xs)), _ticks(min(ys), max(ys))
@@ -191,6 +197,13 @@ def line_chart(
                 cx = sx(x)
                 out.append(
                     f'<line x1="{cx:.1f}" x2="{cx:.1f}" y1="{sy(err[0]):.1f}" y2="{sy(err[1]):.1f}" '
+                    f'stroke="{colour}" stroke-width="1.5"/>'
+                )
+            xerr = s.x_errors[j] if s.x_errors and j < len(s.x_errors) else None
+            if xerr:
+                cy = sy(y)
+                out.append(
+                    f'<line x1="{sx(xerr[0]):.1f}" x2="{sx(xerr[1]):.1f}" y1="{cy:.1f}" y2="{cy:.1f}" '
                     f'stroke="{colour}" stroke-width="1.5"/>'
                 )
             if s.markers:

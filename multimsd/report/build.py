@@ -14,6 +14,7 @@ from multimsd.render.html import render_html
 from multimsd.render.markdown import render_markdown
 from multimsd.report.human import human_section
 from multimsd.report.load import Run, load_run
+from multimsd.report.safety import safety_section
 from multimsd.report.scores import examples_section, score_section, terms_section
 from multimsd.report.sections import (
     alignment_section,
@@ -35,6 +36,7 @@ def build_sections(run: Run) -> list[Section]:
         corpus_section(run),
         alignment_section(run),
         score_section(run),
+        safety_section(run),
         seeds_section(run),
         terms_section(run),
         human_section(run),

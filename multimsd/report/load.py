@@ -27,6 +27,8 @@ class SystemInfo:
     # the swept key and the value this system ran with ({parameter, value}); None = not swept, or a run.json
     # written before these records (its sweeps were over θ: ``theta`` holds the value)
     sweep: dict | None = None
+    start: str | None = None  # kind optimise: the system it started from
+    objective: str | None = None  # kind optimise: dpo
 
 
 @dataclass
@@ -115,6 +117,8 @@ def load_run(run_dir: Path) -> Run:
             predictions=_path(run_dir, s.get("predictions"), f"systems.{name}.predictions"),
             train_results=_optional_json(run_dir, s.get("train_results"), f"systems.{name}.train_results"),
             sweep=_sweep_record(run_dir, s.get("sweep"), name),
+            start=s.get("start"),
+            objective=s.get("objective"),
         )
     return Run(
         dir=run_dir,

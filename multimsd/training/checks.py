@@ -18,7 +18,8 @@ from multimsd.training.kinds import get_kind
 from multimsd.training.loss import check_theta
 from multimsd.training.optimizers import check_optimizer
 
-MODES = ("train", "icl", "dpo")
+MODES = ("train", "icl", "dpo", "grpo", "predict")
+STARTED = ("dpo", "grpo", "predict")  # the modes that start from a trained system (`start`)
 
 
 def check_config(cfg: TrainConfig) -> None:
@@ -37,10 +38,22 @@ def check_config(cfg: TrainConfig) -> None:
             f"model.kind={cfg.model.kind} does not sample outputs: eval.do_sample and mode=dpo need a "
             "transformers kind (causal, seq2seq)"
         )
+    if cfg.eval.number_guard and not kind.supports_sampling:  # the same: 🤗 generate's logits processors
+        raise MultimsdError(
+            f"eval.number_guard: model.kind={cfg.model.kind} does not decode with 🤗 generate; use causal or seq2seq"
+        )
+    if cfg.eval.number_guard and cfg.eval.backend == "continuous":
+        raise MultimsdError(
+            "eval.number_guard: eval.backend=continuous takes no logits processor; use generate"
+        )
     if cfg.eval.do_sample and cfg.eval.backend == "continuous":
         raise MultimsdError(
             "eval.do_sample: eval.backend=continuous decodes greedily; use generate or static"
         )
+    if cfg.mode == "grpo":  # first: no TRL or a model it cannot train makes the start's checks moot
+        check_grpo(cfg)
+    if cfg.mode in STARTED:
+        check_start(cfg)
     if cfg.mode == "dpo":
         check_dpo(cfg)
     if cfg.eval.early_stopping_metric not in ("loss", "sari"):
@@ -64,7 +77,7 @@ def check_config(cfg: TrainConfig) -> None:
 
 
 def check_dpo(cfg: TrainConfig) -> None:
-    """mode=dpo: a start system that exists and was trained with this run's model, sane DPO settings."""
+    """mode=dpo: settings the pair miner and the loss can use."""
     from multimsd.metrics.rewards import check_spec
     from multimsd.training.dpo import check_dpo_settings
 
@@ -79,11 +92,51 @@ def check_dpo(cfg: TrainConfig) -> None:
     if d.max_sources is not None and d.max_sources < 1:
         raise MultimsdError(f"dpo.max_sources={d.max_sources}: at least 1, or null for every source")
     check_spec(d.reward)
-    if not d.start:
-        raise MultimsdError("mode=dpo needs dpo.start=<the trained system's directory> (config.yaml, best/)")
-    start = Path(d.start)
+
+
+def check_grpo(cfg: TrainConfig) -> None:
+    """mode=grpo: TRL installed (a cheap look, no import), a causal model with a LoRA adapter, settings TRL's
+    GRPOTrainer can use (multimsd.training.grpo)."""
+    from multimsd.metrics.rewards import check_spec
+    from multimsd.training.grpo import check_trl
+    from multimsd.training.kinds.causal import CausalKind
+
+    check_trl()
+    if not isinstance(get_kind(cfg.model.kind), CausalKind):
+        raise MultimsdError(
+            f"mode=grpo: model.kind={cfg.model.kind}; GRPO through TRL serves decoder-only (causal) models. "
+            "For mBART (seq2seq) use mode=dpo"
+        )
+    if not get_kind(cfg.model.kind).settings(cfg.model).lora.enabled:
+        raise MultimsdError(
+            "mode=grpo trains a LoRA adapter (its KL is to the start's adapter): model.lora.enabled=true, "
+            "as the start system was trained"
+        )
+    g = cfg.grpo
+    if g.beta <= 0:
+        raise MultimsdError(f"grpo.beta={g.beta}: must be > 0 (the weight of the KL to the start system)")
+    if g.num_generations < 2:
+        raise MultimsdError(f"grpo.num_generations={g.num_generations}: at least 2 outputs per prompt to compare")
+    if g.temperature <= 0 or not 0 < g.top_p <= 1:
+        raise MultimsdError(f"grpo.temperature={g.temperature}, grpo.top_p={g.top_p}: need > 0 and (0, 1]")
+    if g.max_sources is not None and g.max_sources < 1:
+        raise MultimsdError(f"grpo.max_sources={g.max_sources}: at least 1, or null for every source")
+    if cfg.optim.scheduler not in ("linear", "constant", "cosine"):
+        raise MultimsdError(
+            f"optim.scheduler={cfg.optim.scheduler}: mode=grpo schedules through TRL: linear, constant or cosine"
+        )
+    check_spec(g.reward)
+
+
+def check_start(cfg: TrainConfig) -> None:
+    """mode=dpo / grpo / predict: a start system that exists and was trained with this run's model."""
+    if not cfg.start:
+        raise MultimsdError(
+            f"mode={cfg.mode} needs start=<the trained system's directory> (config.yaml, best/)"
+        )
+    start = Path(cfg.start)
     if not (start / "best").is_dir():
-        raise MultimsdError(f"dpo.start={start}: no trained weights there (best/); train that system first")
+        raise MultimsdError(f"start={start}: no trained weights there (best/); train that system first")
     saved = OmegaConf.load(start / CONFIG_FILE) if (start / CONFIG_FILE).is_file() else None
     if saved is not None:
         mine = OmegaConf.to_container(OmegaConf.structured(cfg.model))
@@ -91,8 +144,8 @@ def check_dpo(cfg: TrainConfig) -> None:
         differ = sorted(k for k in mine if k != "name" and k in theirs and mine[k] != theirs[k])
         if differ:
             raise MultimsdError(
-                f"dpo.start={start} was trained with other model settings ({', '.join(differ)}); "
-                "train the DPO stage with the start system's model"
+                f"start={start} was trained with other model settings ({', '.join(differ)}); "
+                f"mode={cfg.mode} runs with the start system's model"
             )
 
 
@@ -100,17 +153,17 @@ def config_fingerprint(cfg: TrainConfig) -> dict:
     """What a checkpoint must agree on to be resumed: the model, data and optimisation (not eval knobs), and
     the preference stage's settings (the pairs it mines and its loss)."""
     c = OmegaConf.to_container(OmegaConf.structured(cfg))
-    return {k: c[k] for k in ("model", "data", "loss", "optim", "seed", "dpo")}
+    return {k: c[k] for k in ("model", "data", "loss", "optim", "seed", "dpo", "start")}
 
 
 def check_resume_target(out: Path, fingerprint: dict, cfg: TrainConfig) -> None:
     """A checkpoint directory written by a *different* configuration is never resumed or overwritten."""
-    if cfg.mode != "icl" and not cfg.resume and last_checkpoint(out) is not None:
+    if cfg.mode in ("train", "dpo") and not cfg.resume and last_checkpoint(out) is not None:
         raise MultimsdError(
             f"{out} already holds checkpoints; pass resume=true to continue, or another output.dir"
         )
     saved = out / "train_config.json"
-    if cfg.mode != "icl" and cfg.resume and saved.exists():
+    if cfg.mode in ("train", "dpo") and cfg.resume and saved.exists():
         old = json.loads(saved.read_text(encoding="utf-8"))
         new = json.loads(json.dumps(fingerprint))
         defaults = json.loads(json.dumps(config_fingerprint(_kind_defaults(cfg))))

@@ -138,6 +138,10 @@ class EvalSettings:
     do_sample: bool = False
     temperature: float = 1.0
     top_p: float = 1.0
+    # Never write a digit sequence the source does not have: tokens with other digits are banned while decoding
+    # (a logits processor, multimsd.training.number_guard; causal and seq2seq kinds): a cheap baseline for the
+    # safety of numbers, with no training. Number words and CJK numerals are not covered.
+    number_guard: bool = False
     # loss: the validation cross-entropy (paper); under mode=dpo, the DPO loss of the validation pairs | sari
     early_stopping_metric: str = "loss"
     patience: int = 1
@@ -167,9 +171,6 @@ class DpoSettings:
     in output.dir/pairs, with the start system's log-probabilities of both outputs: the frozen reference of
     the DPO loss, computed once, so no second model is held while training."""
 
-    # The trained system to start from and stay near: its directory (config.yaml and best/), e.g. a run's
-    # systems/finetuned_theta1 or a train.py output.dir. Its model settings must be this run's.
-    start: str | None = None
     beta: float = 0.1  # how far the policy may move from the start (the KL's weight): 0.1 as Rafailov et al.
     label_smoothing: float = 0.0  # conservative DPO for noisy preferences, in [0, 0.5)
     samples: int = 4  # outputs sampled per source (temperature / top_p below)
@@ -181,6 +182,28 @@ class DpoSettings:
     # When no sample passes the gates: reference = the source's reference simplification is the chosen output
     # (when it passes them itself); skip = no pair from that source.
     fallback: str = "reference"
+    max_sources: int | None = None  # a seeded subset of the training sources (reduced-scale runs); null = all
+
+
+@dataclass
+class GrpoSettings:
+    """mode=grpo: group relative policy optimisation from a trained system, through TRL's GRPOTrainer
+    (multimsd.training.grpo; the rl extra). Causal models with a LoRA adapter only.
+
+    Per training prompt (the project's instruction around a source) the policy samples ``num_generations``
+    outputs; each is scored with ``reward`` (multimsd.metrics.rewards: terms added, gates multiplied) and its
+    advantage is its reward less its group's mean, over the group's standard deviation. The loss pushes the
+    adapter towards the better outputs of each group, with ``beta`` × the KL to the start system (the start's
+    adapter, kept frozen beside the trained one). Steps, learning rate, batch and schedule are ``optim.*``;
+    the completions' length is ``eval.max_new_tokens``."""
+
+    beta: float = 0.04  # the KL's weight (TRL's default is 0: no KL); must be > 0 here
+    num_generations: int = 4  # outputs sampled per prompt: the group the advantages are relative to (>= 2)
+    temperature: float = 1.0
+    top_p: float = 1.0
+    reward: dict[str, float] = field(
+        default_factory=lambda: {"sari": 1.0, "safety_gate": 1.0, "guardrails": 1.0}
+    )
     max_sources: int | None = None  # a seeded subset of the training sources (reduced-scale runs); null = all
 
 
@@ -201,7 +224,13 @@ class TrainOutput:
 
 @dataclass
 class TrainConfig:
-    mode: str = "train"  # train | icl | dpo (preference optimisation from dpo.start)
+    # train | icl | dpo (preference optimisation of the trained system `start`) | grpo (GRPO from `start`
+    # through TRL: causal models with LoRA, the rl extra) | predict (decode `start`'s model again, e.g. with
+    # eval.number_guard=true or other beams; no training)
+    mode: str = "train"
+    # mode=dpo / grpo / predict: the trained system to start from, its directory (config.yaml and best/), e.g. a
+    # run's systems/finetuned or a train.py output.dir. Its model settings must be this run's.
+    start: str | None = None
     model: ModelSettings = field(default_factory=ModelSettings)
     data: TrainData = field(default_factory=TrainData)
     loss: LossSettings = field(default_factory=LossSettings)
@@ -209,6 +238,7 @@ class TrainConfig:
     eval: EvalSettings = field(default_factory=EvalSettings)
     icl: IclSettings = field(default_factory=IclSettings)
     dpo: DpoSettings = field(default_factory=DpoSettings)
+    grpo: GrpoSettings = field(default_factory=GrpoSettings)
     hub: HubSettings = field(default_factory=HubSettings)
     output: TrainOutput = field(default_factory=TrainOutput)
     # Deprecated: the old name of output.dir, still read (copied to output.dir, with a one-line note).

@@ -109,6 +109,10 @@ def run(cfg: TrainConfig | DictConfig | dict) -> dict:
     # would not join its processes (GPU configs on a machine without one: multimsd.launcher)
     launcher.check_training_launch()
     progress = Progress(cfg)
+    if cfg.mode == "grpo":  # its step and checkpoints are TRL's (multimsd.training.grpo)
+        from multimsd.training.grpo import GrpoProgress
+
+        progress = GrpoProgress(cfg)
     with (
         runlock.hold(cfg.output.dir, "train"),
         interrupts.note(progress.where, progress.on_disk, progress.advice),
@@ -144,9 +148,16 @@ class Session:
 
 
 def _run(cfg: TrainConfig, progress: Progress) -> dict:
+    if cfg.mode == "grpo":  # TRL's GRPOTrainer from the start system
+        from multimsd.training.grpo import check_grpo_resume, run_grpo
+
+        check_grpo_resume(cfg)  # before the model is loaded
+        return run_grpo(build(cfg, progress))
     s = build(cfg, progress)
     if cfg.mode == "icl":
         return run_icl(s)
+    if cfg.mode == "predict":
+        return run_predict(s)
     prepare_training(s)
     train(s)
     return finish(s)
@@ -178,11 +189,16 @@ def build(cfg: TrainConfig, progress: Progress) -> Session:
     set_seed(cfg.seed)
     check_resume_target(out, config_fingerprint(cfg), cfg)
     model, tokenizer = load_model_and_tokenizer(cfg.model, rows["train"], cfg.data.paraphrase)
-    if cfg.mode == "dpo":  # the policy begins as the system it improves on (multimsd.training.preference)
-        from multimsd.training.preference import load_start
-
+    if cfg.start:  # mode=dpo / grpo / predict: the trained system it optimises further or decodes again
         model = load_start(cfg, get_kind(cfg.model.kind), model, accelerator)
     return Session(cfg, get_kind(cfg.model.kind), out, accelerator, model, tokenizer, rows, progress)
+
+
+def load_start(cfg: TrainConfig, kind: ModelKind, model, accelerator):
+    """The best weights of the system ``start`` (its manifest checked) in the freshly built ``model``."""
+    best = Path(cfg.start) / "best"
+    say(f"mode={cfg.mode}: starting from {best}", accelerator)
+    return load_best(cfg, kind, best, accelerator, model)
 
 
 def build_dataloaders(s: Session) -> dict:
@@ -444,6 +460,16 @@ def finish(s: Session) -> dict:
 
         push_model(cfg, s.out / "best", results)
     accelerator.end_training()
+    return results
+
+
+def run_predict(s: Session) -> dict:
+    """The start system's model decoded again with this run's decoding settings (``eval.*``, e.g.
+    ``eval.number_guard=true``): the validation and test predictions, no training."""
+    model = s.accelerator.prepare(s.model)
+    results: dict = {"mode": "predict", "start": s.cfg.start}
+    splits = {"validation": s.eval_rows("validation"), "test": s.eval_rows("test")}
+    write_predictions(s.cfg, model, s.tokenizer, splits, s.accelerator, s.out, results)
     return results
 
 

@@ -87,6 +87,8 @@ def mine_pairs(
     """(pairs, statistics) from ``rows`` (``complex``, ``simple``, ``lang``) and each row's sampled outputs.
     A pair row: ``source``, ``lang``, ``reference`` and :func:`choose_pair`'s fields, in the rows' order."""
     spec = check_spec(spec)
+    if len(samples) != len(rows):
+        raise ValueError(f"{len(rows)} rows but {len(samples)} lists of samples")
     gates = [n for n in spec if REWARDS[n].gate]
     by_lang: dict[str, list[int]] = defaultdict(list)
     for k, r in enumerate(rows):

@@ -5,8 +5,8 @@ wrong loss, silently). So DPO runs here, in the loop every other run uses (:mod:
 Accelerate, accumulation, checkpoints, resume, interrupts, early stopping, the best model, predictions),
 for every kind that samples (seq2seq and causal). What differs from fine-tuning, read top to bottom:
 
-1. :func:`load_start` (from :func:`multimsd.training.loop.build`): the start system's best weights
-   (``dpo.start``) in the freshly built model: the policy begins as the system it improves on;
+1. :func:`multimsd.training.loop.load_start` (in ``build``): the start system's best weights (``start``) in
+   the freshly built model: the policy begins as the system it improves on;
 2. :func:`build_pair_dataloaders` (instead of the pairs' tokenisation): the preference pairs of the training
    and validation sources, mined by :mod:`multimsd.training.mining` with the start model, together with the
    start model's log-probabilities of both outputs of each pair: the frozen reference of the DPO loss,
@@ -40,16 +40,6 @@ log = logging.getLogger(__name__)
 
 PAIRS_DIR = "pairs"  # in output.dir: the mined pairs (a DatasetDict) and pairs.json
 PAIRS_INFO = "pairs.json"
-
-
-# ---------------------------------------------------------------------------------------------- 1. start
-def load_start(cfg, kind, model, accelerator):
-    """The start system's best weights (``dpo.start``/best, its manifest checked) in ``model``."""
-    from multimsd.training.results import load_best
-
-    best = Path(cfg.dpo.start) / "best"
-    log.info("dpo: starting from %s", best)
-    return load_best(cfg, kind, best, accelerator, model)
 
 
 # ---------------------------------------------------------------------------------------------- 2. pairs
@@ -135,7 +125,7 @@ def mine(s) -> tuple[dict[str, list[dict]], dict]:
         "train": subset(s.rows["train"], cfg.dpo.max_sources, cfg.seed),
         "validation": cap_per_language(s.eval_rows("validation"), cfg.eval.generate_max_rows),
     }
-    pairs, info = {}, {"start": str(cfg.dpo.start), "reward": dict(cfg.dpo.reward), "splits": {}}
+    pairs, info = {}, {"start": str(cfg.start), "reward": dict(cfg.dpo.reward), "splits": {}}
     for split, rows in sources.items():
         pairs[split], info["splits"][split] = (
             mine_split(s, rows, split) if rows else ([], {"sources": 0, "pairs": 0})

@@ -89,8 +89,23 @@ def why_not(sys_dir: Path, kind: str | None, cfg) -> str:
                 "multimsd saves them): run it again"
             )
         return ""
-    best = sys_dir / "best"
+    best = weights_of(sys_dir, cfg)
     return "" if best.is_dir() else f"no trained model ({best} is missing: its training did not finish)"
+
+
+def weights_of(sys_dir: Path, cfg) -> Path:
+    """Where a system's trained weights are: its ``best/``, or for a system that decodes another one again
+    (mode=predict) that system's."""
+    from omegaconf import OmegaConf
+
+    if isinstance(cfg, TrainConfig):
+        mode, start = cfg.mode, cfg.start
+    else:  # a saved config.yaml (one written before these keys existed: trained, its own best/)
+        mode, start = (
+            OmegaConf.select(cfg, "mode", default="train"),
+            OmegaConf.select(cfg, "start", default=None),
+        )
+    return Path(start) / "best" if mode == "predict" and start else Path(sys_dir) / "best"
 
 
 def run_systems(run_dir: Path) -> tuple[dict, dict[str, dict]]:
@@ -239,7 +254,8 @@ def to_system(name: str, cfg, sys_dir: Path) -> System:
 
     tc = to_train_config(cfg)
     if tc.mode != "icl":
-        return System(name, tc, sys_dir / "best", sys_dir / "best")
+        best = weights_of(sys_dir, tc)
+        return System(name, tc, best, best)
     return System(name, tc, None, sys_dir, read_shots(sys_dir, tc.icl.shots) if tc.icl.shots else None)
 
 

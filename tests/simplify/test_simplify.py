@@ -481,7 +481,19 @@ def test_generation_settings_are_what_each_kind_decodes_with():
         "num_beams": 5,
         "max_new_tokens": 64,
     }
-    assert get_kind("seq2seq").generation_settings(cfg) == {"num_beams": 5, "max_length": 64}
+    assert get_kind("seq2seq").generation_settings(cfg) == {
+        "num_beams": 5,
+        "max_length": 64,
+        "do_sample": False,
+    }
+    sampling = to_train_config(
+        {"eval": {"num_beams": 5, "do_sample": True, "temperature": 0.7, "top_p": 0.9}}
+    )
+    for kind in ("causal", "seq2seq"):  # sampling: one beam, the temperature and top_p as set
+        settings = get_kind(kind).generation_settings(sampling)
+        assert (settings["do_sample"], settings["num_beams"], settings["temperature"], settings["top_p"]) == (
+            True, 1, 0.7, 0.9,
+        )  # fmt: skip
 
 
 # ------------------------------------------------------------------------------------------- the view

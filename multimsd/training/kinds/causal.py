@@ -22,6 +22,7 @@ from multimsd.training.decode import (
 )
 from multimsd.training.kinds.base import Tokenized, novel_flags, register_kind
 from multimsd.training.kinds.transformer import TransformerKind
+from multimsd.training.number_guard import guard_kwargs
 from multimsd.training.prompts import chat_messages
 
 
@@ -124,13 +125,14 @@ class CausalKind(TransformerKind):
         heads = PromptHeads(model, ids, [r["lang"] for r in rows] if share else None)
 
         def decode(idx: list[int]) -> list[str]:
-            new = heads.generate(idx, tokenizer.pad_token_id, gen_kw)
+            kw = {**gen_kw, **guard_kwargs(cfg, tokenizer, [rows[k]["complex"] for k in idx])}  # number_guard
+            new = heads.generate(idx, tokenizer.pad_token_id, kw)
             if new is None:  # nothing shared: the tokenizer pads the whole prompts
                 enc = tokenizer(
                     [prompts[k] for k in idx], return_tensors="pt", padding=True, add_special_tokens=False
                 )
                 enc = {n: t.to(model.device) for n, t in enc.items()}
-                new = model.generate(**enc, **gen_kw)[:, enc["input_ids"].shape[1] :]
+                new = model.generate(**enc, **kw)[:, enc["input_ids"].shape[1] :]
             texts = tokenizer.batch_decode(new, skip_special_tokens=True)
             cut = cut_at_cap(new, eos, cfg.eval.max_new_tokens, forces_end(model))
             return [Generated(" ".join(t.split()), c) for t, c in zip(texts, cut)]

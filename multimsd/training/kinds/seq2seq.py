@@ -11,6 +11,7 @@ from collections import defaultdict
 from multimsd.training.decode import Generated, cut_at_cap, decode_batches, eos_token_ids, forces_end
 from multimsd.training.kinds.base import Tokenized, novel_flags, register_kind, sampling
 from multimsd.training.kinds.transformer import TransformerKind
+from multimsd.training.number_guard import guard_kwargs
 
 MBART50_LANG_CODES: dict[str, str] = {
     "de": "de_DE",
@@ -89,7 +90,10 @@ class Seq2SeqKind(TransformerKind):
                 )
                 enc = {n: t.to(model.device) for n, t in enc.items()}
                 # mBART-50 must be forced to start with the target language code, or it may answer in another.
-                gen = model.generate(**enc, **self.generation_settings(cfg), forced_bos_token_id=code_id)
+                guard = guard_kwargs(cfg, tokenizer, [sources[j] for j in part])  # eval.number_guard
+                gen = model.generate(
+                    **enc, **self.generation_settings(cfg), **guard, forced_bos_token_id=code_id
+                )
                 texts = tokenizer.batch_decode(gen, skip_special_tokens=True)
                 # max_length counts the decoder's start token (position 0, which is </s> for mBART)
                 cut = cut_at_cap(gen[:, 1:], eos, cfg.eval.max_new_tokens - 1, forces_end(model))
