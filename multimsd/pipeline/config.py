@@ -20,8 +20,9 @@ from multimsd.split import SplitConfig
 # system's model decoded again with other decoding settings (train.py mode=predict; no training).
 SYSTEM_KINDS = ("train", "icl", "copy", "optimise", "decode")
 # How an optimise system improves on its start: dpo = preference pairs mined from the start system's samples
-# and scored by the rewards (multimsd.training.preference). grpo (TRL's GRPOTrainer) is not built yet.
-OBJECTIVES = ("dpo",)
+# and scored by the rewards (multimsd.training.preference); grpo = TRL's GRPOTrainer, groups of samples scored
+# by the same rewards, with a KL to the start (causal models with LoRA; the rl extra; multimsd.training.grpo).
+OBJECTIVES = ("dpo", "grpo")
 
 
 @dataclass

@@ -4,7 +4,7 @@
   (:mod:`multimsd.pipeline.sweep`) and, with ``seeds=[…]``, every trained or started system once per seed
   (:mod:`multimsd.pipeline.seeds`); the started ones checked (:func:`check_started`);
 * a *started* system builds on another system of the run: kind ``optimise`` trains it further
-  (``objective: dpo``: train.py ``mode=dpo``), kind ``decode`` decodes its model again with other decoding
+  (``objective: dpo`` / ``grpo``: train.py ``mode=dpo`` / ``mode=grpo``), kind ``decode`` decodes its model again with other decoding
   settings and no training (train.py ``mode=predict``, e.g. ``train: [eval.number_guard=true]``).
   :func:`started_overrides` are the train.py overrides that make it so, :func:`planning_order` puts every
   system after the one it starts from, :func:`default_label` names it after its start.
@@ -61,10 +61,16 @@ def check_started(systems: dict[str, dict]) -> None:
         if sc["kind"] not in STARTS_FROM:
             continue
         if sc["kind"] == "optimise" and sc["objective"] not in OBJECTIVES:
-            later = " (GRPO through TRL is not built yet)" if sc["objective"] == "grpo" else ""
             raise MultimsdError(
-                f"systems.{name}.objective={sc['objective']!r}: choose {', '.join(OBJECTIVES)}{later}"
+                f"systems.{name}.objective={sc['objective']!r}: choose {', '.join(OBJECTIVES)}"
             )
+        if sc["kind"] == "optimise" and sc["objective"] == "grpo":  # the rl extra: now, not after training
+            from multimsd.training.checks import check_trl
+
+            try:
+                check_trl()
+            except MultimsdError as e:
+                raise MultimsdError(f"systems.{name}.objective=grpo: {e}") from None
         kinds = STARTS_FROM[sc["kind"]]
         choices = ", ".join(n for n, s in systems.items() if s["kind"] in kinds) or "none in this run"
         start = sc["start"]

@@ -28,7 +28,7 @@ class SystemInfo:
     # written before these records (its sweeps were over θ: ``theta`` holds the value)
     sweep: dict | None = None
     start: str | None = None  # kind optimise: the system it started from
-    objective: str | None = None  # kind optimise: dpo
+    objective: str | None = None  # kind optimise: dpo | grpo
 
 
 @dataclass

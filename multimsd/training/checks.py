@@ -20,6 +20,10 @@ from multimsd.training.optimizers import check_optimizer
 
 MODES = ("train", "icl", "dpo", "grpo", "predict")
 STARTED = ("dpo", "grpo", "predict")  # the modes that start from a trained system (`start`)
+TRL_MIN = (
+    "1.16"  # the rl extra's floor: the "ref" adapter copy of a PEFT model's adapter (multimsd.training.grpo)
+)
+INSTALL = "pip install 'multimsd[rl]'"
 
 
 def check_config(cfg: TrainConfig) -> None:
@@ -94,11 +98,28 @@ def check_dpo(cfg: TrainConfig) -> None:
     check_spec(d.reward)
 
 
+def check_trl() -> None:
+    """One error line when TRL is missing or older than the extra's floor; nothing is imported."""
+    import importlib.metadata
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec("trl") is not None
+        version = importlib.metadata.version("trl") if found else None
+    except (ImportError, ValueError, importlib.metadata.PackageNotFoundError):
+        found, version = False, None  # a broken install, or an import made to fail (tests)
+    if not found:
+        raise MultimsdError(f"mode=grpo needs TRL, the rl extra: {INSTALL}")
+    from packaging.version import Version
+
+    if version is not None and Version(version) < Version(TRL_MIN):
+        raise MultimsdError(f"mode=grpo needs trl>={TRL_MIN} (installed: {version}): {INSTALL}")
+
+
 def check_grpo(cfg: TrainConfig) -> None:
     """mode=grpo: TRL installed (a cheap look, no import), a causal model with a LoRA adapter, settings TRL's
     GRPOTrainer can use (multimsd.training.grpo)."""
     from multimsd.metrics.rewards import check_spec
-    from multimsd.training.grpo import check_trl
     from multimsd.training.kinds.causal import CausalKind
 
     check_trl()
@@ -116,7 +137,9 @@ def check_grpo(cfg: TrainConfig) -> None:
     if g.beta <= 0:
         raise MultimsdError(f"grpo.beta={g.beta}: must be > 0 (the weight of the KL to the start system)")
     if g.num_generations < 2:
-        raise MultimsdError(f"grpo.num_generations={g.num_generations}: at least 2 outputs per prompt to compare")
+        raise MultimsdError(
+            f"grpo.num_generations={g.num_generations}: at least 2 outputs per prompt to compare"
+        )
     if g.temperature <= 0 or not 0 < g.top_p <= 1:
         raise MultimsdError(f"grpo.temperature={g.temperature}, grpo.top_p={g.top_p}: need > 0 and (0, 1]")
     if g.max_sources is not None and g.max_sources < 1:
@@ -166,8 +189,8 @@ def check_resume_target(out: Path, fingerprint: dict, cfg: TrainConfig) -> None:
     if cfg.mode in ("train", "dpo") and cfg.resume and saved.exists():
         old = json.loads(saved.read_text(encoding="utf-8"))
         new = json.loads(json.dumps(fingerprint))
-        defaults = json.loads(json.dumps(config_fingerprint(_kind_defaults(cfg))))
-        diff = sorted(k for k in new if not _same(old.get(k), new[k], defaults.get(k)))
+        defaults = json.loads(json.dumps(config_fingerprint(kind_defaults(cfg))))
+        diff = sorted(k for k in new if not same_setting(old.get(k), new[k], defaults.get(k)))
         if diff:
             raise MultimsdError(
                 f"{out} holds checkpoints of a different configuration (differs in: {', '.join(diff)}); "
@@ -175,7 +198,7 @@ def check_resume_target(out: Path, fingerprint: dict, cfg: TrainConfig) -> None:
             )
 
 
-def _kind_defaults(cfg: TrainConfig) -> TrainConfig:
+def kind_defaults(cfg: TrainConfig) -> TrainConfig:
     """The schema's defaults for a run of ``cfg``'s model kind (the kind's own options included)."""
     from multimsd.training.kinds import MODEL_KINDS
 
@@ -186,14 +209,14 @@ def _kind_defaults(cfg: TrainConfig) -> TrainConfig:
     return base
 
 
-def _same(old, new, default) -> bool:
+def same_setting(old, new, default) -> bool:
     """Whether a saved fingerprint (``old``) describes the run of ``new``: equal, except that a key added to the
     schema after the checkpoint was written counts as equal while this run leaves it at its ``default`` (a newer
     multimsd resumes an older run's checkpoints unless a new setting is really used)."""
     if isinstance(new, dict) and isinstance(old, dict):
         defaults = default if isinstance(default, dict) else {}
         return all(
-            _same(old[k], v, defaults.get(k)) if k in old else v == defaults.get(k, object())
+            same_setting(old[k], v, defaults.get(k)) if k in old else v == defaults.get(k, object())
             for k, v in new.items()
         ) and set(old) <= set(new)
     return old == new

@@ -73,14 +73,28 @@ def test_with_seeds_each_seed_starts_from_the_same_seed(tmp_path):
         ("systems.dpo.start=null", "systems.dpo.start: name the system it starts from (finetuned)"),
         ("systems.dpo.start=copy", "systems.dpo.start='copy' is not a system of kind train (finetuned)"),
         ("systems.dpo.start=nothing", "systems.dpo.start='nothing' is not a system of kind train"),
-        ("systems.dpo.objective=grpo", "objective='grpo': choose dpo (GRPO through TRL is not built yet)"),
-        ("systems.dpo.objective=ppo", "systems.dpo.objective='ppo': choose dpo"),
+        ("systems.dpo.objective=ppo", "systems.dpo.objective='ppo': choose dpo, grpo"),
     ],
 )
 def test_a_bad_optimise_system_is_one_error_before_any_work(tmp_path, override, message):
     with pytest.raises(MultimsdError) as e:
         stages_of(tmp_path, "experiment=safe", override)
     assert message in str(e.value)
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.integration
+def test_a_grpo_system_runs_train_py_mode_grpo_from_its_start(tmp_path, monkeypatch):
+    pytest.importorskip("trl", reason="the rl extra (pip install 'multimsd[rl]')")
+    stages = stages_of(tmp_path, "experiment=safe", "systems.dpo.objective=grpo")
+    grpo, start = stages["train/dpo"].config, stages["train/finetuned"].config
+    assert (grpo.mode, grpo.start) == ("grpo", str(tmp_path / "r" / "systems" / "finetuned"))
+    assert grpo.model == start.model
+    assert stages["train/dpo"].info["label"] == "tiny random Llama + LoRA + GRPO"
+    # without the rl extra: one line naming it, when the run is planned (not after the start's training)
+    monkeypatch.setitem(sys.modules, "trl", None)
+    with pytest.raises(MultimsdError, match=r"systems.dpo.objective=grpo: .*pip install 'multimsd\[rl\]'"):
+        stages_of(tmp_path, "experiment=safe", "systems.dpo.objective=grpo")
     assert not (tmp_path / "r").exists()
 
 
