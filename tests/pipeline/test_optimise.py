@@ -28,7 +28,7 @@ def stages_of(tmp_path, *overrides: str) -> dict:
 def test_the_safe_preset_plans_dpo_after_its_start_with_the_starts_settings(tmp_path):
     stages = stages_of(tmp_path, "experiment=safe", "systems.finetuned.train=['loss.theta=4']")
     names = list(stages)
-    assert names == ["align", "train/finetuned", "train/dpo", "train/number_guard", "evaluate"]
+    assert names == ["align", "train/finetuned", "train/dpo", "train/grpo", "train/number_guard", "evaluate"]
     dpo, start = stages["train/dpo"].config, stages["train/finetuned"].config
     assert dpo.mode == "dpo" and start.mode == "train"
     assert dpo.start == str(tmp_path / "r" / "systems" / "finetuned")
@@ -86,15 +86,15 @@ def test_a_bad_optimise_system_is_one_error_before_any_work(tmp_path, override, 
 @pytest.mark.integration
 def test_a_grpo_system_runs_train_py_mode_grpo_from_its_start(tmp_path, monkeypatch):
     pytest.importorskip("trl", reason="the rl extra (pip install 'multimsd[rl]')")
-    stages = stages_of(tmp_path, "experiment=safe", "systems.dpo.objective=grpo")
-    grpo, start = stages["train/dpo"].config, stages["train/finetuned"].config
+    stages = stages_of(tmp_path, "experiment=safe")
+    grpo, start = stages["train/grpo"].config, stages["train/finetuned"].config
     assert (grpo.mode, grpo.start) == ("grpo", str(tmp_path / "r" / "systems" / "finetuned"))
     assert grpo.model == start.model
-    assert stages["train/dpo"].info["label"] == "tiny random Llama + LoRA + GRPO"
+    assert stages["train/grpo"].info["label"] == "tiny random Llama + LoRA + GRPO"
     # without the rl extra: one line naming it, when the run is planned (not after the start's training)
     monkeypatch.setitem(sys.modules, "trl", None)
-    with pytest.raises(MultimsdError, match=r"systems.dpo.objective=grpo: .*pip install 'multimsd\[rl\]'"):
-        stages_of(tmp_path, "experiment=safe", "systems.dpo.objective=grpo")
+    with pytest.raises(MultimsdError, match=r"systems.grpo.objective=grpo: .*pip install 'multimsd\[rl\]'"):
+        stages_of(tmp_path, "experiment=safe")
     assert not (tmp_path / "r").exists()
 
 
@@ -120,8 +120,12 @@ def test_the_safe_preset_runs_end_to_end_and_reports_safety_against_sari(safe_ru
     assert trained["history"][0]["loss"] == pytest.approx(0.6931, abs=2e-3)
     assert {"reward_margin", "reward_accuracy"} <= set(trained["history"][0])
     assert (safe_run / "systems" / "dpo" / "pairs" / "dataset_dict.json").is_file()
-    for name in ("dpo", "number_guard"):
+    for name in ("dpo", "grpo", "number_guard"):
         assert (safe_run / "systems" / name / "predictions" / "test" / "en.txt").is_file()
+    grpo = json.loads((safe_run / "systems" / "grpo" / "all_results.json").read_text())
+    assert grpo["mode"] == "grpo" and grpo["kl_reference"] == "start"
+    steps = [h for h in grpo["history"] if "loss" in h]
+    assert steps and all("rewards/safety_gate/mean" in h for h in steps)  # each reward's curve
     guard = json.loads((safe_run / "systems" / "number_guard" / "all_results.json").read_text())
     assert guard["mode"] == "predict" and not (safe_run / "systems" / "number_guard" / "best").exists()
     report = (safe_run / "report.md").read_text()
@@ -129,5 +133,6 @@ def test_the_safe_preset_runs_end_to_end_and_reports_safety_against_sari(safe_ru
     assert "the references' own flag rate" in report
     assert "+ DPO vs tiny random Llama + LoRA | en |" in report  # the paired test against its start
     assert "(eval.number_guard=true) vs tiny random Llama + LoRA | en |" in report
+    assert "+ GRPO vs tiny random Llama + LoRA | en |" in report
     html = (safe_run / "report.html").read_text()
     assert html.count('stroke-dasharray="6 4"') >= 1  # the references' line in the chart
