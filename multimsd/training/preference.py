@@ -92,6 +92,8 @@ def reference_logps(losses: MicroBatchLoss, model, encoded: list[dict], collate,
         logp = (-sums.double()).tolist()
         out += list(zip(logp[: len(part)], logp[len(part) :]))
         bar.update(len(part))
+        if (at // batch_size) % 50 == 49:  # a line now and then where no bar is shown (a log, a batch job)
+            log.info("reference log-probabilities: %d/%d pairs", len(out), len(encoded))
     bar.close()
     model.train(was)
     return out
