@@ -17,6 +17,11 @@ your own that imports multimsd keeps every warning it would otherwise see.
   ``multimsd run debug=tiny``. Off a terminal, every loop of ours that shows a bar (:func:`progress_bar`) writes
   one log line when it ends instead (``encoding: 12 batches in 3.1 s``; training's beside its epoch
   summaries), and :func:`quiet_console` switches off the bars of transformers, datasets and huggingface_hub.
+* Long work talks, also off a terminal: while such a loop runs, a line every :data:`PROGRESS_EVERY` seconds
+  says where it is (``training: 12/64 steps (19 %) in 2 min 3 s, 0.10 steps/s, about 8 min 40 s left``), even
+  when one step takes longer than that (a loaded machine: 9 silent minutes in a user's log, issue #49). A
+  phase with nothing to count (loading a model) says it is still at work the same way (:func:`working`).
+  One daemon thread writes these lines for every open loop (:class:`_Heartbeat`).
 """
 
 from __future__ import annotations
@@ -26,8 +31,10 @@ import logging
 import os
 import re
 import sys
+import threading
 import time
 import warnings
+import weakref
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -83,21 +90,87 @@ def bars_shown() -> bool:
 
 PLURAL = {"batch": "batches"}
 
+PROGRESS_EVERY = 20.0
+"""Seconds between the progress lines of a loop or phase off a terminal: under the 30 s of silence a user
+reading a log takes for a hung run."""
+
+PROGRESS_TICK = 1.0
+"""How often the progress thread looks at the open loops: a line is at most this late."""
+
+
+def duration(seconds: float) -> str:
+    """``42 s``, ``8 min 40 s``, ``1 h 05 min``: a span as a person reads it in a log."""
+    seconds = max(0, round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, sec = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes} min {sec} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
+
+
+class _Heartbeat:
+    """One daemon thread that writes, every :data:`PROGRESS_EVERY` seconds, the status line of each open
+    loop or phase that has said nothing for that long. It holds them weakly: a loop abandoned by an exception
+    (never closed) is dropped once it is collected, and a closed one is dropped at once."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.open: weakref.WeakSet = weakref.WeakSet()
+        self.thread: threading.Thread | None = None
+        self.wake = threading.Event()  # a new loop wakes the thread, which then reads PROGRESS_TICK again
+
+    def watch(self, item: Any) -> None:
+        with self.lock:
+            self.open.add(item)
+            if self.thread is None or not self.thread.is_alive():
+                self.thread = threading.Thread(target=self._beat, name="multimsd-progress", daemon=True)
+                self.thread.start()
+        self.wake.set()
+
+    def forget(self, item: Any) -> None:
+        with self.lock:
+            self.open.discard(item)
+
+    def _beat(self) -> None:
+        while True:
+            self.wake.wait(PROGRESS_TICK)
+            self.wake.clear()
+            now = time.perf_counter()
+            with self.lock:
+                due = [i for i in list(self.open) if now - i.last_line >= PROGRESS_EVERY]
+            for item in due:
+                item.last_line = now
+                log.info("%s", item.status())
+
+
+_HEARTBEAT = _Heartbeat()
+
 
 class _Lines:
-    """A loop's progress off a terminal: no bar, one log line when the loop ends (``desc: n units in t s``,
-    and the last ``set_postfix`` values), and the tqdm methods our loops call (``update``, ``set_postfix``,
-    ``close``)."""
+    """A loop's progress off a terminal: no bar; a status line every :data:`PROGRESS_EVERY` seconds while it
+    runs (done / total, rate, time left) and one log line when it ends (``desc: n units in t s``, and the last
+    ``set_postfix`` values); the tqdm methods our loops call (``update``, ``set_postfix``, ``close``)."""
 
-    def __init__(self, iterable: Iterable | None, desc: str, unit: str) -> None:
+    def __init__(
+        self, iterable: Iterable | None, desc: str, unit: str, total: int | None = None, initial: int = 0
+    ) -> None:
         self.iterable, self.desc, self.unit = iterable, desc, unit
-        self.n, self.postfix, self.start, self.closed = 0, {}, time.perf_counter(), False
+        if total is None and iterable is not None and hasattr(iterable, "__len__"):
+            total = len(iterable)  # type: ignore[arg-type]
+        self.total, self.initial, self.n = total, initial, initial
+        self.postfix, self.start, self.closed = {}, time.perf_counter(), False
+        self.last_line = self.start
+        _HEARTBEAT.watch(self)
 
     def __iter__(self) -> Iterator:
-        for x in self.iterable or ():
-            yield x
-            self.n += 1
-        self.close()
+        try:
+            for x in self.iterable or ():
+                yield x
+                self.n += 1
+        finally:
+            self.close()
 
     def update(self, n: int = 1) -> None:
         self.n += n
@@ -105,13 +178,66 @@ class _Lines:
     def set_postfix(self, **values: Any) -> None:
         self.postfix = values
 
+    def _units(self, n: int) -> str:
+        return self.unit if n == 1 else PLURAL.get(self.unit, self.unit + "s")
+
+    def status(self) -> str:
+        """Where the loop is: ``training: 12/64 steps (19 %) in 2 min 3 s, 0.10 steps/s, about 8 min 40 s
+        left, loss 3.21`` (the rate and time left from the units done since this run of the loop began)."""
+        elapsed = time.perf_counter() - self.start
+        done = self.n - self.initial
+        line = f"{self.desc}: {self.n}"
+        if self.total:
+            line += f"/{self.total} {self._units(self.total)} ({100 * self.n / self.total:.0f} %)"
+        else:
+            line += f" {self._units(self.n)}"
+        line += f" in {duration(elapsed)}"
+        if done > 0:
+            line += f", {done / elapsed:.3g} {self._units(2)}/s"
+            if self.total and self.total > self.n:
+                line += f", about {duration((self.total - self.n) * elapsed / done)} left"
+        else:
+            line += f", the first {self.unit} still at work"
+        return line + "".join(f", {k} {v}" for k, v in self.postfix.items())
+
     def close(self) -> None:
         if self.closed:
             return
         self.closed = True
-        units = self.unit if self.n == 1 else PLURAL.get(self.unit, self.unit + "s")
+        _HEARTBEAT.forget(self)
         extra = "".join(f", {k} {v}" for k, v in self.postfix.items())
-        log.info("%s: %d %s in %.1f s%s", self.desc, self.n, units, time.perf_counter() - self.start, extra)
+        log.info(
+            "%s: %d %s in %.1f s%s",
+            self.desc,
+            self.n - self.initial,
+            self._units(self.n - self.initial),
+            time.perf_counter() - self.start,
+            extra,
+        )
+
+
+class _Phase:
+    """A phase with nothing to count, for :func:`working`: its status is the time it has taken so far."""
+
+    def __init__(self, desc: str) -> None:
+        self.desc, self.start = desc, time.perf_counter()
+        self.last_line = self.start
+
+    def status(self) -> str:
+        return f"{self.desc}: still at work after {duration(time.perf_counter() - self.start)}"
+
+
+@contextmanager
+def working(desc: str) -> Iterator[None]:
+    """Within the block (loading a model, building the offline models: work with no count to show), a line
+    every :data:`PROGRESS_EVERY` seconds that it is still at work, on a terminal or not; nothing for a block
+    shorter than that."""
+    phase = _Phase(desc)
+    _HEARTBEAT.watch(phase)
+    try:
+        yield
+    finally:
+        _HEARTBEAT.forget(phase)
 
 
 def progress_bar(
@@ -122,15 +248,16 @@ def progress_bar(
     **tqdm_args: Any,
 ) -> Any:
     """A tqdm bar over ``iterable`` (or one updated by hand: ``total=``) on a terminal. Elsewhere
-    (:func:`bars_shown`) no bar, and one log line when the loop ends, unless ``leave=False`` (a loop inside
-    another, which has its own line). ``disable``: a loop too short for either."""
+    (:func:`bars_shown`) no bar: a status line every :data:`PROGRESS_EVERY` seconds while the loop runs and
+    one log line when it ends, unless ``leave=False`` (a loop inside another, which has its own lines).
+    ``disable``: a loop too short for either."""
     from tqdm.auto import tqdm
 
     if bars_shown() and not disable:
         return tqdm(iterable, desc=desc, unit=unit, **tqdm_args)
     if disable or tqdm_args.get("leave", True) is False:
         return tqdm(iterable, disable=True, **tqdm_args)
-    return _Lines(iterable, desc, unit)
+    return _Lines(iterable, desc, unit, total=tqdm_args.get("total"), initial=tqdm_args.get("initial", 0))
 
 
 def library_bars_off() -> None:

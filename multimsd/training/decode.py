@@ -46,9 +46,26 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, TypeVar
 
 log = logging.getLogger(__name__)
+
+# The progress of the decoding under way (a bar, or its lines off a terminal: multimsd.console.progress_bar),
+# advanced by decode_batches after each batch. A context variable, not a parameter: every kind's generate()
+# (a plugin's too) reaches decode_batches with the same arguments as before.
+_PROGRESS: ContextVar[Any] = ContextVar("multimsd_decoding_progress", default=None)
+
+
+@contextmanager
+def decoding_progress(bar: Any) -> Iterator[None]:
+    """Within the block, :func:`decode_batches` advances ``bar`` (``update(rows)``) after each batch."""
+    token = _PROGRESS.set(bar)
+    try:
+        yield
+    finally:
+        _PROGRESS.reset(token)
+
 
 T = TypeVar("T")
 
@@ -308,6 +325,8 @@ def decode_batches(
             raise RuntimeError(f"decoding {len(idx)} rows gave {len(results)} outputs")
         for k, r in zip(idx, results):
             out[k] = r
+        if (bar := _PROGRESS.get()) is not None:
+            bar.update(len(idx))
     return out  # type: ignore[return-value]  (every index is in exactly one batch)
 
 

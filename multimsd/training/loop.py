@@ -39,7 +39,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from multimsd import interrupts, launcher, runlock
-from multimsd.console import progress_bar, say
+from multimsd.console import progress_bar, say, working
 from multimsd.early_stopping import early_stopping
 from multimsd.errors import MultimsdError
 from multimsd.fsutil import check_writable_dir, write_text_atomic
@@ -117,7 +117,9 @@ def run(cfg: TrainConfig | DictConfig | dict) -> dict:
         runlock.hold(cfg.output.dir, "train"),
         interrupts.note(progress.where, progress.on_disk, progress.advice),
     ):
-        return _run(cfg, progress)
+        results = _run(cfg, progress)
+    log.info("%s", progress.time_spent())  # which part of a slow stage was slow
+    return results
 
 
 @dataclass
@@ -176,7 +178,8 @@ def build(cfg: TrainConfig, progress: Progress) -> Session:
         raise MultimsdError("the training split is empty")
     # Build a local model (offline:/tiny:/random:) now, before Accelerator() starts torch.distributed (see
     # model_path): the ranks of one launch then build it once, under a lock, with every file written.
-    model_path(cfg.model)
+    with working(f"building {cfg.model.pretrained}"):
+        model_path(cfg.model)
     accelerator = Accelerator(
         gradient_accumulation_steps=cfg.optim.grad_accum,
         log_with=list(cfg.report_to) or None,
@@ -188,7 +191,8 @@ def build(cfg: TrainConfig, progress: Progress) -> Session:
     launcher.check_group(accelerator)  # the launcher's processes are this group, before anything is written
     set_seed(cfg.seed)
     check_resume_target(out, config_fingerprint(cfg), cfg)
-    model, tokenizer = load_model_and_tokenizer(cfg.model, rows["train"], cfg.data.paraphrase)
+    with working(f"loading {cfg.model.pretrained}"):
+        model, tokenizer = load_model_and_tokenizer(cfg.model, rows["train"], cfg.data.paraphrase)
     if cfg.start:  # mode=dpo / grpo / predict: the trained system it optimises further or decodes again
         model = load_start(cfg, get_kind(cfg.model.kind), model, accelerator)
     return Session(cfg, get_kind(cfg.model.kind), out, accelerator, model, tokenizer, rows, progress)

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import torch
 
+from multimsd.console import progress_bar
 from multimsd.training.attention import decoding_attention
-from multimsd.training.decode import check_backend, merged_lora
+from multimsd.training.decode import check_backend, decoding_progress, merged_lora
 from multimsd.training.kinds import get_kind
 from multimsd.training.prompts import sample_shots
 
@@ -33,12 +34,22 @@ def shots_by_lang(cfg, shot_pool) -> dict[str, list[tuple[str, str]]]:
 
 
 def generate(
-    cfg, model, tokenizer, rows: list[dict], accelerator, shot_pool=None, final: bool = False, shots=None
+    cfg,
+    model,
+    tokenizer,
+    rows: list[dict],
+    accelerator,
+    shot_pool=None,
+    final: bool = False,
+    shots=None,
+    desc: str | None = None,
 ) -> list[str]:
     """Outputs for ``rows`` in order; each process decodes its share and the main process gathers them.
     ``final``: the model trains no more (the final predictions), so a LoRA adapter is merged without a copy of
     the base weights and stays merged. A k-shot system's examples: ``shots`` (per language, as
-    :func:`shots_by_lang` gives them), else drawn from ``shot_pool``."""
+    :func:`shots_by_lang` gives them), else drawn from ``shot_pool``. ``desc``: the decoding shows its
+    progress under that name (a bar on a terminal, else a line every 20 s and one at the end: sentences, rate,
+    time left), on the main process, counting its share of the rows."""
     from accelerate.utils import gather_object
 
     kind = get_kind(cfg.model.kind)
@@ -56,7 +67,15 @@ def generate(
             merged_lora(model, cfg.eval.merge_lora, restore=not final),
             decoding_attention(model),
         ):
-            preds = kind.generate(cfg, model, tokenizer, local_rows, examples)
+            bar = progress_bar(
+                total=len(local_rows),
+                desc=desc or "decoding",
+                unit="sentence",
+                disable=desc is None or not accelerator.is_local_main_process,
+            )
+            with decoding_progress(bar):
+                preds = kind.generate(cfg, model, tokenizer, local_rows, examples)
+            bar.close()
         local = [(k, p) for (k, _), p in zip(part, preds)]
     gathered = dict(gather_object(local)) if accelerator.num_processes > 1 else dict(local)
     if was_training:

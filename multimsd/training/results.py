@@ -43,7 +43,9 @@ def evaluate_epoch(
         metrics["val_loss"] = validation_loss(model, val_dl, accelerator, losses)
     rows = cap_per_language(val_rows, cfg.eval.generate_max_rows)
     if cfg.eval.generate and rows:
-        preds = generate(cfg, accelerator.unwrap_model(model), tokenizer, rows, accelerator)
+        preds = generate(
+            cfg, accelerator.unwrap_model(model), tokenizer, rows, accelerator, desc="generating validation"
+        )
         if accelerator.is_main_process:
             metrics.update(score_predictions(rows, preds))
     return metrics
@@ -82,7 +84,16 @@ def write_predictions(
         if not split_rows:
             continue
         # the last decoding of the run: nothing trains after it, so the adapter is merged without a copy
-        preds = generate(cfg, model, tokenizer, split_rows, accelerator, final=True, shots=shots)
+        preds = generate(
+            cfg,
+            model,
+            tokenizer,
+            split_rows,
+            accelerator,
+            final=True,
+            shots=shots,
+            desc=f"generating {split}",
+        )
         if not accelerator.is_main_process:
             continue
         d = out / "predictions" / split

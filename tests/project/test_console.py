@@ -248,3 +248,45 @@ def test_a_librarys_direct_tqdm_bar_is_off_a_terminal_within_the_block(monkeypat
     with direct_bars_off():
         list(auto_tqdm(range(2), desc="on a terminal", file=sys.stderr))
     assert "on a terminal" in terminal.getvalue()
+
+
+def test_a_slow_loop_off_a_terminal_says_where_it_is(monkeypatch, caplog):
+    """Off a terminal a loop writes a status line every PROGRESS_EVERY seconds, also while one step takes
+    longer than that (issue #49: 9 minutes without a line), with done / total, rate and time left."""
+    import time
+
+    from multimsd import console
+
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    monkeypatch.setattr(console, "PROGRESS_EVERY", 0.2)
+    monkeypatch.setattr(console, "PROGRESS_TICK", 0.05)
+    with caplog.at_level(logging.INFO, logger="multimsd"):
+        bar = progress_bar(total=4, initial=0, desc="training", unit="step")
+        time.sleep(0.5)  # the first step, slower than PROGRESS_EVERY
+        bar.update(1)
+        bar.set_postfix(loss="2.5000")
+        time.sleep(0.5)
+        bar.close()
+        time.sleep(0.5)  # closed: no more lines
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines[0].startswith("training: 0/4 steps (0 %) in ") and "the first step still at work" in lines[0]
+    later = [ln for ln in lines if ln.startswith("training: 1/4 steps (25 %)")]
+    assert later and re.search(r"steps/s, about \d+ s left, loss 2\.5000$", later[-1])
+    assert re.fullmatch(r"training: 1 step in \d+\.\d s, loss 2\.5000", lines[-1])
+
+
+def test_working_says_a_long_phase_is_still_at_work(monkeypatch, caplog):
+    import time
+
+    from multimsd import console
+
+    monkeypatch.setattr(console, "PROGRESS_EVERY", 0.2)
+    monkeypatch.setattr(console, "PROGRESS_TICK", 0.05)
+    with caplog.at_level(logging.INFO, logger="multimsd"):
+        with console.working("loading the model"):
+            time.sleep(0.5)
+        n = len(caplog.records)
+        time.sleep(0.4)
+    assert n >= 1 and len(caplog.records) == n  # lines while at work, none after
+    assert re.fullmatch(r"loading the model: still at work after \d+ s", caplog.records[0].getMessage())
+    assert [console.duration(s) for s in (5, 75, 3725)] == ["5 s", "1 min 15 s", "1 h 02 min"]
