@@ -215,7 +215,7 @@ class BootstrapConfig:
 
 @dataclass
 class DegenerateConfig:
-    # Per system and language: the shares of empty outputs, of outputs cut at max_new_tokens (recorded by the
+    # Per system and language: the shares of empty outputs, of outputs cut at the length cap (recorded by the
     # training stage in generation.json; unknown for other predictions) and of outputs identical to the input
     # (white space normalised; not counted for the copy baseline). A share above max_share flags the system
     # in that language: a warning line, and no "best" bold for its scores there

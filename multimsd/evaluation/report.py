@@ -160,7 +160,7 @@ def _outputs_table(results: dict) -> list[str]:
         "",
         "## Outputs",
         "",
-        f"Shares of empty outputs, of outputs cut at max_new_tokens (unknown where the predictions do not "
+        f"Shares of empty outputs, of outputs cut at the length cap (unknown where the predictions do not "
         f"record it) and of outputs identical to the input; above {100 * deg.get('max_share', 0.1):g} % "
         "(degenerate.max_share) a system is flagged ⚠ in that language.",
         "",

@@ -215,7 +215,7 @@ def _evaluate(cfg: EvaluateConfig, out_dir: Path) -> dict:
                 results_systems[name][lang]["ci"] = cis[name]
             comparisons += comps
 
-    # 4. degenerate outputs: empty, cut at max_new_tokens, identical to the input (per language)
+    # 4. degenerate outputs: empty, cut at the length cap, identical to the input (per language)
     for name, spec in cfg.systems.items():
         cut = load_cut_flags(str(spec), refs.lang, langs)
         for lang in langs:

@@ -49,7 +49,7 @@ GENERATION_INFO = "generation.json"
 KINDS = ("empty", "cut", "identical")
 WHAT = {
     "empty": "empty",
-    "cut": "cut at max_new_tokens",
+    "cut": "cut at the length cap",
     "identical": "identical to the input",
     "unsafe": "flagged by the safety checks, above select.max_safety",
 }
@@ -186,7 +186,7 @@ def degenerate_summary(results_systems: dict, langs: list[str], max_share: float
 
 
 def flag_text(flags: dict[str, dict]) -> str:
-    """``en 14 % cut at max_new_tokens, de 30 % identical to the input``: per language, the kinds an
+    """``en 14 % cut at the length cap, de 30 % identical to the input``: per language, the kinds an
     :func:`output_shares` record is flagged for, with their shares."""
     return ", ".join(
         f"{lang} {round(100 * shares[kind])} % {WHAT[kind]}"

@@ -162,7 +162,7 @@ def recorded_value(composed: Any, given: Any) -> Any:
 
 def validation_flags(system_dirs: dict[str, Path], max_share: float) -> dict[str, dict[str, dict]]:
     """Per swept system, the languages whose *validation* outputs are degenerate by the evaluation's rule
-    (:func:`multimsd.metrics.degenerate.output_shares`: above ``max_share`` empty, cut at max_new_tokens or
+    (:func:`multimsd.metrics.degenerate.output_shares`: above ``max_share`` empty, cut at the length cap or
     identical to the input), with their shares; systems with no such language are left out.
 
     Why: the selection reads validation mean(SARI, BLEU) only, as the paper does, and the evaluation checks

@@ -120,8 +120,8 @@ def outputs_blocks(run: Run) -> list:
     limit = (ev.get("degenerate") or {}).get("max_share", 0.1)
     return [
         Paragraph(
-            f"Outputs: shares of empty outputs, of outputs cut at max_new_tokens (generation stopped at the token "
-            f"cap, not at an end token; unknown where the predictions do not record it) and of outputs "
+            f"Outputs: shares of empty outputs, of outputs cut at the length cap (generation stopped at the token "
+            f"cap, eval.max_new_tokens or the source-length bound eval.length_ratio, not at an end token; unknown where the predictions do not record it) and of outputs "
             f"identical to their input. Above {100 * limit:g} % (degenerate.max_share) a system is flagged ⚠ in "
             "that language, and none of its scores there is marked best."
         ),

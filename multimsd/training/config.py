@@ -108,6 +108,12 @@ class EvalSettings:
     # predictions always come from the best model, once, on every row (up to data.max_eval_examples).
     generate_max_rows: int | None = 200
     max_new_tokens: int = 256
+    # A simplification is not much longer than its source: each output is also capped at
+    # ceil(length_ratio x its source's tokens) + length_margin new tokens (causal and seq2seq kinds), so an
+    # output that loops costs little and is marked cut (multimsd.training.decode.row_caps). null: max_new_tokens
+    # alone. 2 x + 32 cuts 1.8 % of CLARA-MeD's references that 64 tokens would not (they explain at length).
+    length_ratio: float | None = 2.0
+    length_margin: int = 32
     num_beams: int = 1  # mBART: 5 (paper); causal LMs: greedy
     # Decoding batches (multimsd.training.decode): rows sorted by input length, longest first, and a batch
     # filled while rows * (longest input + max_new_tokens) <= max_batch_tokens (the batch's KV cache at the
@@ -148,10 +154,15 @@ class EvalSettings:
     before_training: bool = True  # also evaluate the untrained model (for a before/after comparison)
 
     def __post_init__(self) -> None:
+        from multimsd.errors import MultimsdError
         from multimsd.training.decode import check_backend, check_max_batch_tokens
 
         check_max_batch_tokens(self.max_batch_tokens)
         check_backend(self.backend)
+        if self.length_ratio is not None and not self.length_ratio > 0:
+            raise MultimsdError(f"eval.length_ratio={self.length_ratio}: must be > 0, or null for no bound")
+        if self.length_margin < 0:
+            raise MultimsdError(f"eval.length_margin={self.length_margin}: must be >= 0")
 
 
 @dataclass

@@ -43,7 +43,7 @@ def write(tmp_path):
     good = tmp_path / "good"
     good.mkdir()
     (good / "en.txt").write_text("\n".join(GOOD) + "\n")
-    # as the training stage writes it: 2 of 5 outputs cut at max_new_tokens
+    # as the training stage writes it: 2 of 5 outputs cut at the length cap
     (good / "generation.json").write_text(
         json.dumps({"max_new_tokens": 64, "cut": {"en": [False, True, False, True, False]}})
     )
@@ -102,7 +102,7 @@ def test_shares_flags_and_no_bold_for_degenerate_outputs(tmp_path):
     assert "81.90 ⚠" in rows["good"] and "**" not in rows["good"] and "**" not in rows["empty"]
     assert rows["identity"].count("**") == 4  # bold in the en and avg columns
     assert "Warning: empty (en): 100 % empty (above 10 %, degenerate.max_share)" in table
-    assert "Warning: good (en): 40 % cut at max_new_tokens" in table
+    assert "Warning: good (en): 40 % cut at the length cap" in table
     assert "Warning: half (en): 20 % empty, 20 % identical to the input" in table
     # the report's table of degenerate outputs (multimsd.render.scores): the shares above the threshold in bold
     assert "| half | en | 5 | **20 %** | unknown | **20 %** | ⚠ empty, identical to the input |" in table
@@ -197,7 +197,7 @@ def test_ranking_lists_flagged_systems_after_the_others(tmp_path):
     assert r["systems"]["empty"]["en"]["sari"] > r["systems"]["identity"]["en"]["sari"]
     table = (tmp_path / "default" / "out" / "table.md").read_text()
     assert (
-        "en: identity > good (⚠ cut at max_new_tokens) > half (⚠ empty, identical to the input) > empty (⚠ empty)"
+        "en: identity > good (⚠ cut at the length cap) > half (⚠ empty, identical to the input) > empty (⚠ empty)"
         in table
     )
     assert "follow the others and are never the best" in table

@@ -235,14 +235,14 @@ def test_a_cut_a_looping_and_an_empty_output_are_flagged():
     source = "Take the tablet in the morning with a glass of water."
     loop = "Take the tablet. Take the tablet. Take the tablet. Take the"
     assert checks(source, loop, "en", cut=True) == [
-        ("degenerate", "the output was cut at max_new_tokens"),
+        ("degenerate", "the output was cut at the length cap"),
         ("degenerate", "the output repeats 'take the tablet .' 3 times"),
     ]
     assert checks(source, "the the the the", "en") == [("degenerate", "the output repeats 'the' 4 times")]
     assert checks(source, "  ", "en") == [("degenerate", "the output is empty")]
     assert checks(source, "", "en", cut=True) == [
         ("degenerate", "the output is empty"),
-        ("degenerate", "the output was cut at max_new_tokens"),
+        ("degenerate", "the output was cut at the length cap"),
     ]
     # a list is no loop, and a loop the source has is the source's
     assert (

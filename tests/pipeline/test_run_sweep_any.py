@@ -456,7 +456,7 @@ def test_validation_flags_are_the_evaluations_shares_of_the_validation_outputs(t
     assert (en_shares["empty"], en_shares["cut"], en_shares["identical"]) == (0.25, 0.25, 0.5)
     assert en_shares["flagged"] == ["empty", "cut", "identical"]
     assert flag_text(flags["a"]) == (
-        "en 25 % empty, en 25 % cut at max_new_tokens, en 50 % identical to the input"
+        "en 25 % empty, en 25 % cut at the length cap, en 50 % identical to the input"
     )
     # the threshold is the evaluation's: at 0.3 only the copies flag en
     assert validation_flags(dirs, max_share=0.3)["a"]["en"]["flagged"] == ["identical"]
@@ -478,7 +478,7 @@ def test_the_report_warns_when_the_selected_systems_validation_outputs_are_degen
     warned = [p for p in paragraphs(sweep_section(run)) if "⚠" in p]
     assert warned == [
         "⚠ label finetuned_theta4: its validation outputs, on which it was selected, are degenerate (above "
-        "10 %): en 40 % cut at max_new_tokens. The scores it was chosen on describe those outputs; raise "
+        "10 %): en 40 % cut at the length cap. The scores it was chosen on describe those outputs; raise "
         "generation.max_new_tokens or look at the outputs before relying on the choice."
     ]
     assert run.meta["sweep"]["selected"] == "finetuned_theta4"  # the selection itself is the paper's

@@ -359,7 +359,7 @@ def test_degenerate_outputs_warned_and_never_bold(tmp_path):
     html, md = (run / "report.html").read_text(), (run / "report.md").read_text()
     for text in (html, md):
         assert "Warning: SmolLM2 θ=4 (en): 100 % empty (above 10 %, degenerate.max_share)" in text
-        assert "Warning: SmolLM2 θ=1 (de): 50 % cut at max_new_tokens" in text
+        assert "Warning: SmolLM2 θ=1 (de): 50 % cut at the length cap" in text
         assert "Degenerate outputs" in text and "unknown" in text  # theta4's cut share is not recorded
     # en: theta4's FKGL 0.00 and SARI 50.00 are flagged; the best left are theta1's 8.50 and 33.33
     assert "<b>0.00 ⚠</b>" not in html and "0.00 ⚠" in html and "**0.00" not in md

@@ -82,8 +82,8 @@ def test_type_a_paragraph_simplify_it_with_two_systems_and_see_the_flags(
     assert [r["source"] for r in rows] == [s["source"] for s in want["sentences"]]
     assert [r["output"] for r in rows] == [s["output"] or "(empty)" for s in want["sentences"]]
     assert [r["flags"] for r in rows] == [s["flags"] for s in want["sentences"]]
-    # an output cut at max_new_tokens is a flag of its own (issue #47), shown with the others
-    cut = "degenerate: the output was cut at max_new_tokens"
+    # an output cut at the length cap is a flag of its own (issue #47), shown with the others
+    cut = "degenerate: the output was cut at the length cap"
     assert [cut in r["flags"] for r in rows] == [bool(s.get("cut")) for s in want["sentences"]]
     assert browser.js("document.querySelector('#simplify-result .terms-note').textContent").startswith(
         "medical terms: en: the bundled list, "

@@ -110,3 +110,64 @@ def test_every_kind_records_cut_outputs(kind, monkeypatch, tmp_path):
     write_generation_info(tmp_path, rs, mixed, cfg.eval.max_new_tokens)
     info = json.loads((tmp_path / "generation.json").read_text())
     assert info == {"max_new_tokens": 4, "cut": {"en": [True, True, False, None, False]}}
+
+
+def test_row_caps_bound_each_row_by_its_source():
+    from types import SimpleNamespace
+
+    from multimsd.training.decode import row_caps
+
+    s = SimpleNamespace(max_new_tokens=64, length_ratio=2.0, length_margin=32)
+    assert row_caps([0, 10, 15, 40], s) == [32, 52, 62, 64]  # 2 × n + 32, never above max_new_tokens
+    assert row_caps([10], SimpleNamespace(max_new_tokens=64, length_ratio=1.5, length_margin=0)) == [15]
+    assert row_caps([7], SimpleNamespace(max_new_tokens=64, length_ratio=0.5, length_margin=1)) == [5]  # ceil
+    assert row_caps([10, 200], SimpleNamespace(max_new_tokens=64, length_ratio=None, length_margin=32)) == [
+        64,
+        64,
+    ]
+    assert row_caps([10], s, cap=20) == [20]  # seq2seq: max_length less its start token
+
+
+def test_keep_to_caps_by_hand():
+    from multimsd.training.decode import keep_to_caps
+
+    eos = [2]
+    # a batch generated up to its largest cap (4): rows of caps 2, 4, 3, 4
+    t = torch.tensor([[5, 6, 7, 8], [5, 6, 7, 8], [5, 2, 0, 0], [5, 6, 7, 2]])
+    kept, cut = keep_to_caps(t, eos, [2, 4, 3, 4])
+    assert kept == [[5, 6], [5, 6, 7, 8], [5, 2, 0], [5, 6, 7, 2]]
+    assert cut == [True, True, False, False]  # rows 0 and 1 reached their caps without an end
+    kept, cut = keep_to_caps(t[:, :3], eos, [2, 4, 3, 4])  # the batch stopped at 3: rows past 3 had ended
+    assert cut == [True, False, False, False]
+    assert keep_to_caps(t, [], [2, 4, 3, 4])[1] == [None] * 4
+    # mBART forces </s> at the batch's cap: the last row's end there is the cut itself, not row 2's early end
+    assert keep_to_caps(t, eos, [2, 4, 3, 4], forced_last=True)[1] == [True, True, False, True]
+
+
+@pytest.mark.integration
+@pytest.mark.usefixtures("fresh_accelerate_state")
+@pytest.mark.parametrize("kind", ["causal", "seq2seq"])
+def test_an_output_is_bounded_by_its_source_length(kind, monkeypatch):
+    """A model that never ends stops at each row's own bound (eval.length_ratio), not at max_new_tokens, and
+    is marked cut; each row's output is what decoding that row alone with its bound as the cap gives."""
+    from multimsd.training.decode import row_caps
+
+    torch.set_num_threads(1)
+    cfg, model, tok = tiny(kind)
+    rs = rows(4)
+    force_end(kind, model, tok, monkeypatch, end=False)
+    cfg.eval.max_new_tokens, cfg.eval.length_ratio, cfg.eval.length_margin = 40, 0.25, 1
+    lengths = [
+        len(tok(r["complex"], add_special_tokens=False)["input_ids"]) for r in rs
+    ]  # the sources' tokens
+    cap = 40 if kind == "causal" else 39  # seq2seq: max_length counts the decoder's start token
+    caps = row_caps(lengths, cfg.eval, cap=cap)
+    assert len(set(caps)) > 1 and max(caps) < cap  # rows of different bounds in one batch
+    cfg.eval.batch_size, cfg.eval.max_batch_tokens = 4, 0
+    bounded = decoded(cfg, model, tok, rs)
+    assert [p.cut for p in bounded] == [True] * len(rs)
+    for r, c, out in zip(rs, caps, bounded):
+        cfg.eval.length_ratio = None
+        cfg.eval.max_new_tokens = c if kind == "causal" else c + 1
+        alone = decoded(cfg, model, tok, [r])[0]
+        assert out == alone and alone.cut

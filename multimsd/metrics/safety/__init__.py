@@ -117,7 +117,7 @@ def _loop(text: str, lang: str) -> tuple[str, int] | None:
 def _degenerate(source: str, output: str, lang: str, cut: bool) -> list[Flag]:
     flags = [Flag("degenerate", "the output is empty")] if not output.strip() else []
     if cut:
-        flags.append(Flag("degenerate", "the output was cut at max_new_tokens"))
+        flags.append(Flag("degenerate", "the output was cut at the length cap"))
     loop = _loop(output, lang) if output.strip() else None
     if loop is not None and _loop(source, lang) is None:
         flags.append(Flag("degenerate", f"the output repeats {loop[0]!r} {loop[1]} times"))

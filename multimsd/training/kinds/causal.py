@@ -14,10 +14,11 @@ from multimsd.training.decode import (
     Generated,
     batch_token_budget,
     check_backend,
-    cut_at_cap,
     decode_batches,
     eos_token_ids,
     forces_end,
+    keep_to_caps,
+    row_caps,
     shared_prefix_lengths,
 )
 from multimsd.training.kinds.base import Tokenized, novel_flags, register_kind
@@ -112,8 +113,11 @@ class CausalKind(TransformerKind):
         ids = tokenizer(prompts, add_special_tokens=False)["input_ids"]
         backend = check_backend(cfg.eval.backend, self.decode_backends, "causal")
         eos = eos_token_ids(model, tokenizer)
+        # each output bounded by its source's length (eval.length_ratio, multimsd.training.decode.row_caps)
+        sources = tokenizer([r["complex"] for r in rows], add_special_tokens=False)["input_ids"]
+        caps = row_caps([len(t) for t in sources], cfg.eval)
         if backend == "continuous":
-            return continuous_batches(cfg, model, tokenizer, ids, eos)
+            return continuous_batches(cfg, model, tokenizer, ids, eos, caps)
         gen_kw = {**self.generation_settings(cfg), "pad_token_id": tokenizer.pad_token_id}
         if backend == "static":
             # A static KV cache: on CUDA, generate compiles the decoding step for it (torch.compile, CUDA
@@ -126,6 +130,7 @@ class CausalKind(TransformerKind):
 
         def decode(idx: list[int]) -> list[str]:
             kw = {**gen_kw, **guard_kwargs(cfg, tokenizer, [rows[k]["complex"] for k in idx])}  # number_guard
+            kw["max_new_tokens"] = max(caps[k] for k in idx)  # then each row kept to its own cap
             new = heads.generate(idx, tokenizer.pad_token_id, kw)
             if new is None:  # nothing shared: the tokenizer pads the whole prompts
                 enc = tokenizer(
@@ -133,8 +138,8 @@ class CausalKind(TransformerKind):
                 )
                 enc = {n: t.to(model.device) for n, t in enc.items()}
                 new = model.generate(**enc, **kw)[:, enc["input_ids"].shape[1] :]
-            texts = tokenizer.batch_decode(new, skip_special_tokens=True)
-            cut = cut_at_cap(new, eos, cfg.eval.max_new_tokens, forces_end(model))
+            kept, cut = keep_to_caps(new, eos, [caps[k] for k in idx], forces_end(model))
+            texts = tokenizer.batch_decode(kept, skip_special_tokens=True)
             return [Generated(" ".join(t.split()), c) for t, c in zip(texts, cut)]
 
         side = tokenizer.padding_side
@@ -147,10 +152,13 @@ class CausalKind(TransformerKind):
             tokenizer.padding_side = side
 
 
-def continuous_batches(cfg, model, tokenizer, ids: list[list[int]], eos: list[int]) -> list[Generated]:
+def continuous_batches(
+    cfg, model, tokenizer, ids: list[list[int]], eos: list[int], caps: list[int] | None = None
+) -> list[Generated]:
     """``eval.backend=continuous``: every prompt handed to transformers' continuous batching at once
     (``generate_batch``: a paged KV cache, sized from the free device memory by transformers; rows join and
-    leave the running batch as they start and end), greedy; the outputs in input order."""
+    leave the running batch as they start and end), greedy; the outputs in input order, each kept to its row's
+    cap (``caps``; ``eval.max_new_tokens`` for every row without them: one generation config serves all)."""
     import torch
     from transformers import GenerationConfig
 
@@ -184,12 +192,12 @@ def continuous_batches(cfg, model, tokenizer, ids: list[list[int]], eos: list[in
         why = failed[0].error if failed else f"{len(results)} outputs for {len(ids)} prompts"
         raise MultimsdError(f"eval.backend=continuous: transformers' generate_batch failed ({why})")
     new = [list(r.generated_tokens) for r in results]
-    # a row shorter than the cap ended; padded with an end token so that cut_at_cap sees it so
+    # a row shorter than the cap ended; padded with an end token so that keep_to_caps sees it so
     fill = eos[0] if eos else tokenizer.pad_token_id
     width = max(len(t) for t in new)
     tokens = torch.tensor([t + [fill] * (width - len(t)) for t in new], dtype=torch.long)
-    cut = cut_at_cap(tokens, eos, cap)
-    texts = tokenizer.batch_decode(new, skip_special_tokens=True)
+    kept, cut = keep_to_caps(tokens, eos, caps or [cap] * len(new))
+    texts = tokenizer.batch_decode(kept, skip_special_tokens=True)
     return [Generated(" ".join(t.split()), c) for t, c in zip(texts, cut)]
 
 

@@ -8,7 +8,14 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from multimsd.training.decode import Generated, cut_at_cap, decode_batches, eos_token_ids, forces_end
+from multimsd.training.decode import (
+    Generated,
+    decode_batches,
+    eos_token_ids,
+    forces_end,
+    keep_to_caps,
+    row_caps,
+)
 from multimsd.training.kinds.base import Tokenized, novel_flags, register_kind, sampling
 from multimsd.training.kinds.transformer import TransformerKind
 from multimsd.training.number_guard import guard_kwargs
@@ -79,8 +86,10 @@ class Seq2SeqKind(TransformerKind):
             code_id = tokenizer.convert_tokens_to_ids(code)
             sources = [rows[k]["complex"] for k in idx]
             encoded = tokenizer(sources, truncation=True, max_length=cfg.data.max_length)["input_ids"]
+            # new tokens: max_length less the start token; the source counted without its 2 special tokens
+            caps_of = row_caps([len(ids) - 2 for ids in encoded], cfg.eval, cap=cfg.eval.max_new_tokens - 1)
 
-            def decode(part: list[int], sources=sources, code_id=code_id) -> list[str]:
+            def decode(part: list[int], sources=sources, code_id=code_id, caps_of=caps_of) -> list[str]:
                 enc = tokenizer(
                     [sources[j] for j in part],
                     return_tensors="pt",
@@ -91,12 +100,13 @@ class Seq2SeqKind(TransformerKind):
                 enc = {n: t.to(model.device) for n, t in enc.items()}
                 # mBART-50 must be forced to start with the target language code, or it may answer in another.
                 guard = guard_kwargs(cfg, tokenizer, [sources[j] for j in part])  # eval.number_guard
-                gen = model.generate(
-                    **enc, **self.generation_settings(cfg), **guard, forced_bos_token_id=code_id
-                )
-                texts = tokenizer.batch_decode(gen, skip_special_tokens=True)
-                # max_length counts the decoder's start token (position 0, which is </s> for mBART)
-                cut = cut_at_cap(gen[:, 1:], eos, cfg.eval.max_new_tokens - 1, forces_end(model))
+                # max_length counts the decoder's start token (position 0, which is </s> for mBART); each
+                # row's cap on new tokens is bounded by its source's length (eval.length_ratio)
+                caps = [caps_of[j] for j in part]
+                settings = {**self.generation_settings(cfg), "max_length": max(caps) + 1}
+                gen = model.generate(**enc, **settings, **guard, forced_bos_token_id=code_id)
+                kept, cut = keep_to_caps(gen[:, 1:], eos, caps, forces_end(model))
+                texts = tokenizer.batch_decode(kept, skip_special_tokens=True)
                 return [Generated(" ".join(t.split()), c) for t, c in zip(texts, cut)]
 
             # eval.max_batch_tokens=auto: sized from the device's free memory, a cache per beam (num_beams)
