@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTHON ?= python3
 
-.PHONY: setup system-deps slurm-deps sweep-extra llama-convert check test test-e2e test-slurm test-package test-all demo gold lint format bench wheelhouse docs clean
+.PHONY: setup system-deps slurm-deps sweep-extra llama-convert check test test-e2e test-slurm test-package test-all demo gold lint format bench wheel wheelhouse docs clean
 
 $(VENV)/.installed: pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -84,6 +84,9 @@ format: setup
 
 bench: setup
 	$(PY) benchmarks/align_bench.py
+
+wheel: setup  ## the wheel into dist/ (python -m build; `build` is in the dev extra that set-up installs)
+	$(PY) -m build --wheel
 
 # make wheelhouse PYTHON_VERSION=3.12 [HAVE=<the target's pip freeze>] [ONLY="datasets hydra-core"]
 PYTHON_VERSION ?= 3.12

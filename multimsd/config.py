@@ -82,6 +82,11 @@ class DataConfig:
     max_articles: int | None = None  # keep the first N article ids (debug runs)
 
 
+# Written into an align.py output directory: the AlignConfig it was made with (output.hub_repo_id says where the
+# corpus was pushed: a trained model's card names that Hub dataset).
+ALIGN_CONFIG_FILE = "align_config.yaml"
+
+
 @dataclass
 class OutputConfig:
     dir: str = "outputs/aligned"

@@ -1,11 +1,12 @@
-"""Atomic outputs: directories and JSON files written aside, then swapped into place; a write that fails for
-want of space is one line.
+"""Atomic outputs: directories and JSON files written aside, then swapped into place; a write that fails for a
+cause the user fixes is one line.
 
-A full disk (ENOSPC), a quota (EDQUOT), a file-size limit (EFBIG) or a read-only remount (EROFS) is not a bug:
-it is the user's to fix, so it is a :class:`~multimsd.errors.MultimsdError` naming the output and the cause
-(:func:`writing`, around every writer of an output; :func:`disk_error`, for what escapes them). The writers
-put their files aside and rename them into place only when complete, so what such a failure leaves is the
-temporary file, which they remove: a reader finds the earlier output or none, never half of one.
+A full disk (ENOSPC), a quota (EDQUOT), a file-size limit (EFBIG) or a read-only remount (EROFS) is not a bug, nor
+is a place that cannot be written (no permission, a file where a directory should be, ``/proc``): it is the user's
+to fix, so it is a :class:`~multimsd.errors.MultimsdError` naming the output and its own cause (:func:`writing`,
+around every writer of an output; :func:`write_error`, for what escapes them). The writers put their files aside
+and rename them into place only when complete, so what such a failure leaves is the temporary file, which they
+remove: a reader finds the earlier output or none, never half of one.
 """
 
 from __future__ import annotations
@@ -42,6 +43,16 @@ _CAUSE_TEXT.append((errno.ENOSPC, re.compile(r"database or disk is full", re.I))
 _CAUSE_TEXT += [(code, re.compile(rf"\b(?:os error|errno) {code}\b", re.I)) for code in DISK_ERRORS]
 LOW_SPACE = 1 << 20  # less free than this after a failed write: the file system is full
 
+# A place the output cannot be written to, no disk full: errno's words for each, the start of the error line.
+# Only a failure of a call on the output's own path (the output, a directory above it, a file under it, its
+# temporary sibling) is one: a writer that cannot *read* its input (ENOENT, EACCES) has another error.
+PLACE_ERRORS = {
+    errno.EACCES: "permission denied",
+    errno.EPERM: "operation not permitted",
+    errno.ENOTDIR: "not a directory",
+    errno.ENOENT: "no such directory",
+}
+
 
 def _fs_cause(path: Path) -> int | None:
     """What the file system of ``path`` says about a write that just failed with no cause given (torch.save
@@ -53,6 +64,8 @@ def _fs_cause(path: Path) -> int | None:
     try:
         st = os.statvfs(d)
     except OSError:
+        return None
+    if st.f_blocks == 0:  # /proc, /sys: no blocks to be full of (they answer 0 free)
         return None
     if st.f_flag & os.ST_RDONLY:
         return errno.EROFS
@@ -68,33 +81,86 @@ def _fs_cause(path: Path) -> int | None:
     return None
 
 
-def disk_errno(e: BaseException, where: Path | str | None = None) -> int | None:
-    """The errno of :data:`DISK_ERRORS` behind ``e``, or None: an ``OSError`` in its chain, the cause in the
-    words of a library's message, or (``where`` given: the partial file or directory of the failed write) the
-    file system's state."""
+def _chain(e: BaseException) -> Iterator[BaseException]:
+    """``e`` and its causes and contexts, each once."""
     seen: set[int] = set()
     x: BaseException | None = e
     while x is not None and id(x) not in seen:
         seen.add(id(x))
+        yield x
+        x = x.__cause__ or x.__context__
+
+
+def disk_errno(e: BaseException, where: Path | str | None = None) -> int | None:
+    """The errno of :data:`DISK_ERRORS` behind ``e``, or None: an ``OSError`` in its chain, the cause in the
+    words of a library's message, or (``where`` given: the partial file or directory of the failed write) the
+    file system's state, asked only when nothing in the chain says why (a place error says it: /proc's ENOENT
+    is no full disk, though /proc answers 0 bytes free)."""
+    stated = False
+    for x in _chain(e):
         if isinstance(x, OSError) and x.errno in DISK_ERRORS:
             return x.errno
         for code, pattern in _CAUSE_TEXT:
             if pattern.search(str(x)):
                 return code
-        x = x.__cause__ or x.__context__
-    return _fs_cause(Path(where)) if where is not None else None
+        stated = stated or (isinstance(x, OSError) and x.errno in PLACE_ERRORS)
+    return _fs_cause(Path(where)) if where is not None and not stated else None
 
 
-def disk_error(
+def _existing(path: Path) -> Path:
+    """``path``, or the nearest of its parents that exists."""
+    while not path.exists() and path.parent != path:
+        path = path.parent
+    return path
+
+
+def _place_error(e: BaseException, path: Path, where: Path | str | None) -> MultimsdError | None:
+    """The line of :data:`PLACE_ERRORS` for a write of ``path`` (its partial file or directory: ``where``) that
+    failed at ``path``'s own place; None when no ``OSError`` of the chain is one about that place."""
+    out = path.absolute()
+    partial = Path(where).absolute() if where is not None else out
+    x = next(
+        (
+            x
+            for x in _chain(e)
+            if isinstance(x, OSError)
+            and x.errno in PLACE_ERRORS
+            and isinstance(x.filename, (str, bytes, os.PathLike))
+        ),
+        None,
+    )
+    if x is None:
+        return None
+    failed = Path(os.fsdecode(x.filename)).absolute()
+    sibling = failed.parent == out.parent and failed.name.startswith(f".{out.name}.")  # temporary_prefix's
+    if not (
+        out.is_relative_to(failed) or failed.is_relative_to(out) or failed.is_relative_to(partial) or sibling
+    ):
+        return None
+    there = _existing(failed)
+    if there.is_relative_to(partial) and partial != out:  # a temporary name means nothing once it is removed
+        there = out
+    if x.errno == errno.ENOTDIR:
+        why = f"{there} is a file"
+    elif x.errno == errno.ENOENT:
+        # The directory is there and still refused a new entry (/proc), or one went while the output was written.
+        why = f"{there} takes no new files" if there == failed.parent else "a directory was removed meanwhile"
+    else:
+        why = f"{'no write permission on' if x.errno == errno.EACCES else 'not permitted on'} {there}"
+    return MultimsdError(f"{PLACE_ERRORS[x.errno]} writing {path} ({why}: choose another output directory)")
+
+
+def write_error(
     e: BaseException, path: Path | str | None = None, where: Path | str | None = None
 ) -> MultimsdError | None:
-    """The one-line error for a write of the output ``path`` that failed for want of space (or a limit, or a
-    read-only file system), or None when ``e`` is another failure. ``path``: the output the user knows (a
-    temporary file's name would mean nothing once it is removed); ``where``: the partial file or directory
-    (default ``path``), for :func:`disk_errno`."""
+    """The one-line error, naming the output and the cause, for a write of the output ``path`` that failed for
+    want of space (or a limit, or a read-only file system: :data:`DISK_ERRORS`) or, ``path`` given, at a place
+    that cannot be written (:data:`PLACE_ERRORS`); None when ``e`` is another failure. ``path``: the output the
+    user knows (a temporary file's name would mean nothing once it is removed); ``where``: the partial file or
+    directory (default ``path``), for :func:`disk_errno`."""
     code = disk_errno(e, where if where is not None else path)
     if code is None:
-        return None
+        return _place_error(e, Path(path), where) if path is not None else None
     target = path if path is not None else getattr(e, "filename", None)
     return MultimsdError(
         f"{os.strerror(code).lower()} writing {target or 'an output'} "
@@ -105,15 +171,15 @@ def disk_error(
 @contextlib.contextmanager
 def writing(path: Path | str, where: Path | str | None = None) -> Iterator[None]:
     """Around the writing of the output ``path`` (its partial file or directory: ``where``): a failure for want
-    of space, a file-size limit or a read-only file system becomes :func:`disk_error`'s one line; other
-    failures pass unchanged. The block is inside the writer's clean-up, so the file system is asked while the
-    partial file still fills it; the writer then removes it."""
+    of space, a file-size limit, a read-only file system or a place that cannot be written becomes
+    :func:`write_error`'s one line; other failures pass unchanged. The block is inside the writer's clean-up, so
+    the file system is asked while the partial file still fills it; the writer then removes it."""
     try:
         yield
     except MultimsdError:
         raise
     except Exception as e:
-        err = disk_error(e, path, where)
+        err = write_error(e, path, where)
         if err is None:
             raise
         raise err from e
@@ -227,16 +293,18 @@ def atomic_directory(out: Path) -> Iterator[Path]:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def check_writable_dir(path: Path | str, what: str) -> None:
+def check_writable_dir(path: Path | str, what: str, aside: bool = False) -> None:
     """Fail now, in one line, if the directory ``path`` could not be created or written later.
 
     Called at the start of a stage so that an impossible output location (``/proc/...``, a path under a regular
     file, a read-only mount) is reported before minutes of work, not as a traceback at the end. Nothing is
     created: the nearest existing ancestor is probed with a temporary file that is removed at once. (Permission
     bits alone would not do: root passes every mode check and still cannot write ``/proc`` or a read-only mount.)
+    ``aside``: ``path`` is written beside itself and renamed into place (:func:`atomic_directory`), so its parent
+    is what must take new entries, whether ``path`` exists or not.
     """
     path = Path(path).absolute()
-    probe = path
+    probe = path.parent if aside else path
     while not probe.exists():
         if probe.parent == probe:  # pragma: no cover - "/" always exists
             break

@@ -42,12 +42,13 @@ def read_output_config(align_dir: Path) -> AlignConfig:
     from omegaconf import OmegaConf
 
     from multimsd.alignment.stage import to_config
+    from multimsd.config import ALIGN_CONFIG_FILE
 
     try:
-        raw = OmegaConf.load(align_dir / "align_config.yaml")
+        raw = OmegaConf.load(align_dir / ALIGN_CONFIG_FILE)
     except Exception as e:  # a damaged file: YAML's own message, first line
         first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        raise MultimsdError(f"{align_dir / 'align_config.yaml'}: {first}") from None
+        raise MultimsdError(f"{align_dir / ALIGN_CONFIG_FILE}: {first}") from None
     return to_config(raw)
 
 

@@ -35,10 +35,10 @@ from multimsd.alignment.embed.shard import current_shard
 from multimsd.alignment.encode import embed_documents, make_embedder, segment_pairs
 from multimsd.alignment.filters import filter_pairs
 from multimsd.alignment.stats import corpus_statistics, statistics_markdown
-from multimsd.config import AlignConfig
+from multimsd.config import ALIGN_CONFIG_FILE, AlignConfig
 from multimsd.errors import MultimsdError
 from multimsd.fsutil import atomic_directory, check_replaceable, check_writable_dir
-from multimsd.io import check_languages, load_article_pairs
+from multimsd.io import ArticlePair, check_languages, load_article_pairs
 from multimsd.split import SPLITS, check_split_config, split_article_ids
 
 log = logging.getLogger(__name__)
@@ -131,16 +131,15 @@ def _align(cfg: AlignConfig, out_dir: Path) -> dict:
         if (p.article_id, p.lang) in seen:
             raise MultimsdError(f"article {p.article_id!r} ({p.lang}) appears twice in the input")
         seen.add((p.article_id, p.lang))
-    if cfg.data.max_articles:
-        keep = sorted({p.article_id for p in pairs})[: cfg.data.max_articles]
-        pairs = [p for p in pairs if p.article_id in set(keep)]
+    read = pairs
+    pairs = first_articles(read, cfg.data.max_articles)
     # Under `accelerate launch` every process got this far on the same input (so bad input fails the same
     # way everywhere); they share the encoding, then the main process alone goes on.
     shard = current_shard()
     main = shard is None or shard.is_main
     if not main:
         logging.getLogger("multimsd").setLevel(logging.WARNING)  # one progress log, the main process's
-    log.info("%d article pairs in %d language(s)", len(pairs), len({p.lang for p in pairs}))
+    log.info("%s", input_line(read, pairs, cfg.data.max_articles))
 
     # 2. sentences
     docs = segment_pairs(pairs, cfg.segment.cleanup, cfg.segment.boilerplate_fraction, show_progress=main)
@@ -221,6 +220,28 @@ COLUMNS = (
 )
 
 
+def first_articles(pairs: list[ArticlePair], max_articles: int | None) -> list[ArticlePair]:
+    """The pairs of the first ``max_articles`` article ids (sorted: the same ones on every machine), every
+    language of each; all of them when ``max_articles`` is null (``data.max_articles``: a debug run's limit)."""
+    if not max_articles:
+        return pairs
+    keep = set(sorted({p.article_id for p in pairs})[:max_articles])
+    return [p for p in pairs if p.article_id in keep]
+
+
+def input_line(read: list[ArticlePair], kept: list[ArticlePair], max_articles: int | None) -> str:
+    """The log line of the stage's input; when ``data.max_articles`` left articles out it says how many of how
+    many, so that a debug run's small corpus is not taken for lost data."""
+    langs = len({p.lang for p in kept})
+    if len(kept) == len(read):
+        return f"{len(kept)} article pairs in {langs} language(s)"
+    articles = len({p.article_id for p in read})
+    return (
+        f"{len(kept)} of {len(read)} article pairs in {langs} language(s): data.max_articles={max_articles} "
+        f"keeps the first {max_articles} of {articles} articles (a debug limit: debug=tiny sets it)"
+    )
+
+
 def build_dataset_dict(rows: list[dict]):
     import datasets
 
@@ -276,7 +297,7 @@ def write_output(out_dir: Path, rows: list[dict], stats: dict, markdown: str, cf
         (tmp / "stats.json").write_text(
             json.dumps(stats, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
         )
-        (tmp / "align_config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.structured(cfg)), encoding="utf-8")
+        (tmp / ALIGN_CONFIG_FILE).write_text(OmegaConf.to_yaml(OmegaConf.structured(cfg)), encoding="utf-8")
         (tmp / "README.md").write_text(dataset_card(stats, markdown, cfg), encoding="utf-8")
 
 

@@ -62,7 +62,7 @@ def run_stage(run: Callable[[Any], Any], cfg: Any) -> Any:
     from multimsd import interrupts
     from multimsd.console import quiet_console
     from multimsd.errors import MultimsdError
-    from multimsd.fsutil import disk_error
+    from multimsd.fsutil import write_error
     from multimsd.launcher import is_main_process
 
     quiet_console()  # library deprecation warnings off, log lines apart from progress bars (commands only)
@@ -89,7 +89,7 @@ def run_stage(run: Callable[[Any], Any], cfg: Any) -> Any:
             if interrupts.is_interrupt(e):  # where it stopped and how to go on, from the stage's notes
                 interrupts.exit_interrupted(e)
             # A full disk where no writer named its output (a mkdir) is the user's to fix too (multimsd.fsutil).
-            err = e if isinstance(e, MultimsdError) else disk_error(e) if isinstance(e, OSError) else None
+            err = e if isinstance(e, MultimsdError) else write_error(e) if isinstance(e, OSError) else None
             if err is None:
                 raise
             # One clear line for input/environment problems; tracebacks are for bugs.

@@ -33,7 +33,8 @@ Run keys (conf/pipeline/run.yaml):
   output.dir=PATH              the run directory (report.html, results.json, every stage's outputs);
                                dir=PATH is its deprecated name
   experiment=NAME              a preset of conf/pipeline/experiment/ (e.g. llama31_multi_weighted)
-  debug=tiny                   seconds-long run on tiny random models (tests)
+  debug=tiny                   seconds-long run on tiny random models (tests): the first 3 articles in en
+                               and ja (align.data.max_articles), at most 16 training pairs, 2 steps; the log says so
   systems.NAME.kind=train|icl|copy   the systems compared in the report (a new NAME adds one)
   systems.NAME.label=TEXT            its name in the report (default: what ran, e.g. "SmolLM2-135M-Instruct + LoRA, θ = 4")
   systems.NAME.enabled=false         leave a system of the defaults / a preset out

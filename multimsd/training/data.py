@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import pickle
 import random
@@ -25,6 +26,8 @@ from multimsd.io import load_pair_records
 from multimsd.split import SPLITS, SplitConfig, split_article_ids
 from multimsd.training.config import TrainData
 from multimsd.training.kinds import get_kind
+
+log = logging.getLogger(__name__)
 
 
 def sample_gold_pairs(split: SplitConfig | None = None) -> dict[str, list[dict]]:
@@ -104,7 +107,15 @@ def select(rows: dict[str, list[dict]], cfg: TrainData, seed: int) -> dict[str, 
         raise MultimsdError(f"no training pairs for language(s) {', '.join(sorted(missing))}")
     # Shuffle once here (seeded) so a multilingual corpus is interleaved; the sampler reshuffles per epoch.
     random.Random(seed).shuffle(out["train"])
-    if cfg.max_train_examples:
+    if cfg.max_train_examples and len(out["train"]) > cfg.max_train_examples:
+        # said, so that a debug run's few examples are not taken for lost data
+        log.info(
+            "data.max_train_examples=%d: training on %d of %d pairs (a debug limit: `multimsd run debug=tiny` and "
+            "`train.py debug=train_tiny` set it)",
+            cfg.max_train_examples,
+            cfg.max_train_examples,
+            len(out["train"]),
+        )
         out["train"] = out["train"][: cfg.max_train_examples]
     return out
 

@@ -51,20 +51,109 @@ def _evaluation_rows(evaluation: dict | None) -> list[str]:
     return rows
 
 
-def model_card(cfg, results: dict, evaluation: dict | None = None) -> str:
-    """README.md of the model directory: YAML metadata (languages, base model, data, metrics; the license is
-    the user's to fill in) and the training's numbers; ``evaluation``: a run's test scores per language."""
+def _repo_id(name: str) -> bool:
+    """Whether ``name`` is spelt as a Hub repository id (huggingface_hub's own rule: ``owner/name`` or a legacy
+    ``name``; no ``:``, no second ``/``)."""
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    try:
+        validate_repo_id(name)
+    except HFValidationError:
+        return False
+    return True
+
+
+def _hub_id(name: str) -> bool:
+    """Whether ``name`` names a Hub repository: spelt as one and no path here (a name that is also a local path
+    was read from the disk, and a path means nothing on the Hub)."""
+    from multimsd.io import looks_like_path
+
+    return _repo_id(name) and not looks_like_path(name) and not Path(name).expanduser().exists()
+
+
+def card_base_model(pretrained: str) -> tuple[str | None, str]:
+    """The card's ``base_model`` (the Hub id of the model fine-tuned; None where there is none) and the card's
+    words for that model. An ``offline:`` build names the Hub model it is a copy of
+    (:data:`~multimsd.training.models.offline.OFFLINE_ORIGINS`); a ``tiny:`` or ``random:`` model (random
+    weights), a local directory and the LSTM's ``scratch`` have no Hub id, so the card says so instead."""
+    from multimsd.training.models.offline import hub_origin
+
+    if origin := hub_origin(pretrained):
+        hub_id, how = origin
+        return hub_id, f"[{hub_id}](https://huggingface.co/{hub_id}) as multimsd's `{pretrained}` ({how})"
+    if pretrained != "scratch" and _hub_id(pretrained):
+        return pretrained, f"[{pretrained}](https://huggingface.co/{pretrained})"
+    if pretrained == "scratch":
+        what = "none: trained from scratch"
+    elif ":" in pretrained:  # tiny:<name>, random:<architecture>
+        what = f"`{pretrained}`, multimsd's randomly initialised model for tests and benchmarks, on no Hub"
+    else:  # a name is all the card gives of a path: the rest is this machine's
+        what = f"a local directory (`{Path(pretrained.rstrip('/')).name}`), not a Hub model"
+    return None, f"{what} (so the metadata names no `base_model`)"
+
+
+def card_dataset(path: str | None) -> str | None:
+    """The Hub id of the training data, or None (a local path is never one): ``data.path`` is an ``align.py``
+    output that was pushed to the Hub (its ``align_config.yaml`` has ``output.push_to_hub`` and
+    ``output.hub_repo_id``), or a Hub dataset the Hugging Face cache holds. The cache is asked because a
+    relative directory that is not here (``outputs/aligned``, seen from another directory) is spelt like one."""
     from omegaconf import OmegaConf
 
-    after = results.get("after") or {}
-    test = results.get("test") or {}
-    rows = []
-    if "sari" in after:  # the best epoch's validation scores (none when validation did not generate)
-        rows.append(f"| validation | {after['sari']:.2f} | {after.get('bleu', float('nan')):.2f} |")
-    if test:
-        rows.append(f"| test | {test.get('sari', float('nan')):.2f} | {test.get('bleu', float('nan')):.2f} |")
-    langs = "\n".join(f"- {lang}" for lang in cfg.data.languages)
-    config_yaml = OmegaConf.to_yaml(OmegaConf.structured(cfg))
+    from multimsd.config import ALIGN_CONFIG_FILE
+    from multimsd.io import in_hub_cache
+
+    if path is None:  # the bundled sample
+        return None
+    local = Path(path).expanduser()
+    if (local / ALIGN_CONFIG_FILE).is_file():
+        try:
+            output = OmegaConf.load(local / ALIGN_CONFIG_FILE).get("output") or {}
+        except Exception:  # a damaged record claims nothing
+            return None
+        repo = str(output.get("hub_repo_id") or "")
+        return repo if output.get("push_to_hub") and _repo_id(repo) else None
+    return path if _hub_id(path) and in_hub_cache(path, "dataset") else None
+
+
+def _data_words(path: str | None, dataset: str | None) -> str:
+    if dataset:
+        return f"[{dataset}](https://huggingface.co/datasets/{dataset})"
+    if path is None:
+        return (
+            "the sample corpus bundled with multimsd, not a Hub dataset (so the metadata names no `datasets`)"
+        )
+    return (
+        "a local corpus, not pushed to the Hub (so the metadata names no `datasets`; `align.py "
+        "output.push_to_hub=true output.hub_repo_id=…` publishes an aligned corpus, and the card then names it)"
+    )
+
+
+LICENSE_NOTE = (
+    "# license: not set here: the licenses of the base model and of the training data apply; add yours"
+)
+
+
+def card_metadata(cfg) -> tuple[str, str, str]:
+    """The card's YAML metadata, built and written by huggingface_hub's own ``ModelCardData`` (what the Hub
+    reads; ``base_model`` and ``datasets`` only as Hub ids, left out where there are none), and the words of the
+    body for the base model and the data."""
+    from huggingface_hub import ModelCardData
+
+    base_model, base_words = card_base_model(str(cfg.model.pretrained))
+    dataset = card_dataset(cfg.data.path)
+    data = ModelCardData(
+        language=list(cfg.data.languages),
+        base_model=base_model,
+        datasets=[dataset] if dataset else None,
+        metrics=["sari", "bleu"],
+        tags=["medical", "text-simplification", "multimsd"],
+    )
+    order = ["language", "base_model", "datasets", "metrics", "tags"]
+    metadata = data.to_yaml(original_order=order) + "\n" + LICENSE_NOTE
+    return metadata, base_words, _data_words(cfg.data.path, dataset)
+
+
+def _how_trained(cfg) -> str:
     lora = _lora(cfg)
     how = f"with LoRA (r={lora.r}, alpha={lora.alpha})" if lora else "fully fine-tuned"
     quantization = _quantization(cfg)
@@ -75,6 +164,24 @@ def model_card(cfg, results: dict, evaluation: dict | None = None) -> str:
                 f"; the adapter is merged into that base dequantized to {cfg.model.dtype} (the weights it was "
                 "trained against, not the original full-precision ones)"
             )
+    return how
+
+
+def model_card(cfg, results: dict, evaluation: dict | None = None) -> str:
+    """README.md of the model directory: YAML metadata (languages, base model and data as Hub ids, metrics; the
+    license is the user's to fill in) and the training's numbers; ``evaluation``: a run's test scores per
+    language."""
+    from omegaconf import OmegaConf
+
+    after = results.get("after") or {}
+    test = results.get("test") or {}
+    rows = []
+    if "sari" in after:  # the best epoch's validation scores (none when validation did not generate)
+        rows.append(f"| validation | {after['sari']:.2f} | {after.get('bleu', float('nan')):.2f} |")
+    if test:
+        rows.append(f"| test | {test.get('sari', float('nan')):.2f} | {test.get('bleu', float('nan')):.2f} |")
+    metadata, base_words, data_words = card_metadata(cfg)
+    config_yaml = OmegaConf.to_yaml(OmegaConf.structured(cfg))
     evaluated = _evaluation_rows(evaluation)
     run_table = ""
     if evaluated:
@@ -87,25 +194,15 @@ def model_card(cfg, results: dict, evaluation: dict | None = None) -> str:
             + "\n"
         )
     return f"""---
-language:
-{langs}
-license: null  # the license of the base model and of the training data apply: fill it in
-base_model: {cfg.model.pretrained}
-datasets:
-- {cfg.data.path or "the multimsd bundled sample"}
-metrics:
-- sari
-- bleu
-tags:
-- medical
-- text-simplification
-- multimsd
+{metadata}
 ---
 # {cfg.model.name} for medical text simplification
 
-Fine-tuned with multimsd (MultiMSD recipe): {cfg.model.kind} model `{cfg.model.pretrained}`
-{how},
+Fine-tuned with multimsd (MultiMSD recipe): a {cfg.model.kind} model {_how_trained(cfg)},
 {cfg.data.mode}lingual data ({", ".join(cfg.data.languages)}), novel-token weighted loss θ = {cfg.loss.theta}.
+
+- Base model: {base_words}
+- Training data: {data_words}
 
 | split | SARI | BLEU |
 |---|---:|---:|

@@ -146,7 +146,7 @@ def test_split_is_shared_across_languages(tmp_path, tiny_encoder):
 
 @pytest.mark.integration
 @pytest.mark.parametrize("max_articles", [1, 2])
-def test_max_articles(tmp_path, tiny_encoder, max_articles):
+def test_max_articles(tmp_path, tiny_encoder, max_articles, caplog):
     records = [
         {
             "article_id": f"a{k}",
@@ -157,11 +157,33 @@ def test_max_articles(tmp_path, tiny_encoder, max_articles):
         for k in range(3)
     ]
     path = write_jsonl(tmp_path / "x.jsonl", records)
-    stats = run(
-        base_cfg(
-            tmp_path,
-            tiny_encoder,
-            data={"path": str(path), "languages": ["en"], "max_articles": max_articles},
+    with caplog.at_level("INFO", logger="multimsd"):
+        stats = run(
+            base_cfg(
+                tmp_path,
+                tiny_encoder,
+                data={"path": str(path), "languages": ["en"], "max_articles": max_articles},
+            )
         )
-    )
     assert stats["per_language"]["en"]["article_pairs"] == max_articles
+    assert (  # the log says what the limit left out (issue #49 item 7a)
+        f"{max_articles} of 3 article pairs in 1 language(s): data.max_articles={max_articles} keeps the first "
+        f"{max_articles} of 3 articles (a debug limit: debug=tiny sets it)"
+    ) in caplog.messages
+
+
+def test_the_input_line_counts_articles_and_their_pairs_and_says_what_a_limit_left_out():
+    from multimsd.alignment.stage import first_articles, input_line
+    from multimsd.io import ArticlePair
+
+    read = [ArticlePair(a, lang, "c", "s") for a in ("d", "b", "c", "a") for lang in ("en", "ja")]
+    kept = first_articles(read, 3)
+    assert (
+        sorted({p.article_id for p in kept}) == ["a", "b", "c"] and len(kept) == 6
+    )  # every language of each
+    assert input_line(read, kept, 3) == (
+        "6 of 8 article pairs in 2 language(s): data.max_articles=3 keeps the first 3 of 4 articles "
+        "(a debug limit: debug=tiny sets it)"
+    )
+    assert first_articles(read, None) == read == first_articles(read, 4)
+    assert input_line(read, read, 4) == "8 article pairs in 2 language(s)"  # a limit that left nothing out

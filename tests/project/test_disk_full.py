@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 
 from multimsd.errors import MultimsdError
-from multimsd.fsutil import atomic_directory, disk_errno, disk_error, write_text_atomic, writing
+from multimsd.fsutil import atomic_directory, disk_errno, write_error, write_text_atomic, writing
 
 FULL = "no space left on device writing {} (free space and run the same command to continue)"
 
@@ -147,7 +147,7 @@ def test_library_writes_that_do_not_say_why_are_recognised(disk):
     assert disk_errno(sqlite3.OperationalError("database or disk is full")) == errno.ENOSPC
     assert disk_errno(ValueError("bad input")) is None
     quota = OSError(errno.EDQUOT, os.strerror(errno.EDQUOT), "/scratch/me/run/.results.json.x1")
-    assert str(disk_error(quota, Path("/scratch/me/run/results.json"))) == (
+    assert str(write_error(quota, Path("/scratch/me/run/results.json"))) == (
         "disk quota exceeded writing /scratch/me/run/results.json (free space within your quota and run the "
         "same command to continue)"
     )

@@ -219,3 +219,15 @@ def test_readme_links_point_at_existing_files():
     assert any(t.startswith("docs/") for t in targets), "the README links into docs/"
     missing = [t for t in targets if not (ROOT / t.split("#", 1)[0]).exists()]
     assert not missing, f"README.md links to missing files: {missing}"
+
+
+def test_the_readmes_make_commands_work_from_a_fresh_clone():
+    """Every ``make TARGET`` the README shows is a target of the Makefile, and the wheel's (issue #49 item 7b)
+    starts with the set-up: a fresh clone has no .venv until then."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    targets = dict(re.findall(r"^([\w-]+):(.*)$", makefile, re.M))
+    shown = set(re.findall(r"(?:^|`)make ([a-z][\w-]*)", readme, re.M))  # a command, not the verb
+    assert "wheel" in shown and shown <= set(targets), shown - set(targets)
+    assert targets["wheel"].split("##")[0].split() == ["setup"]
+    assert ".venv/bin/python -m build" not in readme

@@ -1,16 +1,19 @@
-"""Faults: an unwritable output directory is refused before any work; corrupted checkpoints and caches are
-detected, reported and not used."""
+"""Faults: an unwritable output directory is refused before any work, and a write that fails says its own
+cause; corrupted checkpoints and caches are detected, reported and not used."""
 
 from __future__ import annotations
 
+import errno
+import os
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 from conftest import run_cli
 
 from multimsd.errors import MultimsdError
-from multimsd.fsutil import check_writable_dir
+from multimsd.fsutil import atomic_directory, check_writable_dir, disk_errno, write_error, write_text_atomic
 
 # (script, the option naming its output directory, extra options)
 ENTRY_POINTS = [
@@ -61,6 +64,82 @@ def test_check_writable_dir_creates_nothing(tmp_path):
     with pytest.raises(MultimsdError, match="dangling symbolic link"):
         check_writable_dir(tmp_path / "dangling" / "out", "output.dir")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dangling", "f"]
+
+
+def test_check_writable_dir_aside_probes_the_parent(tmp_path, monkeypatch):
+    """An output written aside (atomic_directory) needs its parent to take new entries, whether it exists or not."""
+    import tempfile
+
+    out = tmp_path / "out"
+    out.mkdir()
+    probed = []
+    real = tempfile.mkstemp
+    monkeypatch.setattr(tempfile, "mkstemp", lambda **kw: probed.append(kw["dir"]) or real(**kw))
+    check_writable_dir(out, "--to", aside=True)
+    check_writable_dir(out / "new" / "x", "--to", aside=True)
+    assert probed == [tmp_path, out] and list(out.iterdir()) == []  # nothing created
+
+
+# --- a write that fails: its own cause, in one line naming the output (issue #49 item 7c)
+TO_DO = "choose another output directory"
+AGAIN = "and run the same command to continue"
+CAUSES = {  # errno -> the line, of the output {out} whose directory {parent} refuses its temporary directory
+    "ENOSPC": f"no space left on device writing {{out}} (free space {AGAIN})",
+    "EACCES": f"permission denied writing {{out}} (no write permission on {{parent}}: {TO_DO})",
+    "EPERM": f"operation not permitted writing {{out}} (not permitted on {{parent}}: {TO_DO})",
+    "EROFS": f"read-only file system writing {{out}} (make the file system writable or {TO_DO} {AGAIN})",
+    "ENOENT": f"no such directory writing {{out}} ({{parent}} takes no new files: {TO_DO})",
+}
+
+
+@pytest.mark.parametrize("name", CAUSES)
+def test_a_write_error_names_its_own_cause(tmp_path, monkeypatch, name):
+    """The temporary directory of the output cannot be made, for each cause (root passes mode checks and
+    ``mount`` may be refused: the errno is simulated where the writer meets it)."""
+    import tempfile
+
+    def refused(prefix: str, dir: Path) -> str:
+        code = getattr(errno, name)
+        raise OSError(code, os.strerror(code), os.path.join(dir, prefix + "x1"))
+
+    monkeypatch.setattr(tempfile, "mkdtemp", refused)
+    out = tmp_path / "evaluation"
+    with pytest.raises(MultimsdError) as e, atomic_directory(out):
+        pass
+    assert str(e.value) == CAUSES[name].format(out=out, parent=tmp_path)
+
+
+def test_real_places_that_cannot_be_written(tmp_path):
+    """/proc takes no new files (and answers 0 bytes free: not a full disk); a file is not a directory."""
+    with pytest.raises(MultimsdError) as e, atomic_directory(Path("/proc/forbidden/x")):
+        pass
+    assert str(e.value) == f"no such directory writing /proc/forbidden/x (/proc takes no new files: {TO_DO})"
+    (tmp_path / "f").write_text("x", encoding="utf-8")
+    target = tmp_path / "f" / "run" / "results.json"
+    with pytest.raises(MultimsdError) as e:
+        write_text_atomic(target, "{}\n")
+    assert str(e.value) == f"not a directory writing {target} ({tmp_path / 'f'} is a file: {TO_DO})"
+
+
+def test_a_failure_to_read_inside_a_writer_is_not_a_write_error(tmp_path):
+    """Only a failure at the output's own place is one: an input that is missing keeps its own error."""
+    with pytest.raises(FileNotFoundError), atomic_directory(tmp_path / "out") as tmp:
+        (tmp / "copy.json").write_text((tmp_path / "input.json").read_text())
+    missing = FileNotFoundError(errno.ENOENT, "No such file or directory", "/proc/x")
+    assert write_error(missing) is None  # no output named (a stage's last resort): not a place error
+
+
+def test_the_file_system_is_asked_only_when_nothing_says_why(monkeypatch):
+    """torch.save says only "file write failed": then a full file system is the cause. A place error says its
+    own cause, and /proc (no blocks, 0 free) is never full."""
+    from multimsd import fsutil
+
+    unsaid = RuntimeError("file write failed")
+    assert disk_errno(unsaid, "/proc/x") is None
+    monkeypatch.setattr(fsutil, "_fs_cause", lambda _where: errno.ENOSPC)  # a full disk
+    assert disk_errno(unsaid, "/scratch/x") == errno.ENOSPC
+    said = FileNotFoundError(errno.ENOENT, "No such file or directory", "/scratch/x")
+    assert disk_errno(said, "/scratch/x") is None
 
 
 # --- checkpoints and the best model: verified against their manifest when read

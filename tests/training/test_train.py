@@ -245,6 +245,24 @@ def test_training_data_from_a_hub_id(monkeypatch):
         load_pairs("someone/pairs.jsonl")  # a file name, not a Hub id
 
 
+def test_a_cap_on_the_training_pairs_is_logged(caplog):
+    """data.max_train_examples (debug=tiny's 16) says how many of how many pairs it trains on (issue #49)."""
+    from multimsd.training.config import TrainData
+    from multimsd.training.data import sample_gold_pairs, select
+
+    rows = sample_gold_pairs()
+    n = len([r for r in rows["train"] if r["lang"] == "en"])
+    with caplog.at_level("INFO", logger="multimsd"):
+        assert (
+            len(select(rows, TrainData(languages=["en"], mode="mono", max_train_examples=16), 0)["train"])
+            == 16
+        )
+    assert caplog.messages == [
+        f"data.max_train_examples=16: training on 16 of {n} pairs (a debug limit: `multimsd run debug=tiny` and "
+        "`train.py debug=train_tiny` set it)"
+    ]
+
+
 @pytest.mark.integration
 def test_logits_only_from_the_first_label_give_the_same_loss(tmp_path):
     """The loop computes a causal LM's logits only from the batch's earliest label on (logits_to_keep)."""

