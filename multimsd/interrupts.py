@@ -31,6 +31,8 @@ outermost block's advice: ``run the same command to resume``).
 * After a signal, any exception is part of the interrupt: a process of a multi-process run that was waiting
   for one that left gets a communication error, which is reported (or, off the main process, silenced) like
   the interrupt itself.
+* A server (``multimsd studio``) is stopped by a signal, not interrupted: nothing was cut short, so
+  :func:`exit_stopped` says ``studio: stopped (SIGTERM)`` and exits with status 0.
 
 Outside :func:`installed` (a library call, a test) nothing changes: Python's own SIGINT handling applies, and
 :func:`deferred` and :func:`note` only pass exceptions through.
@@ -247,6 +249,21 @@ def exit_interrupted(e: BaseException) -> None:
         sys.stdout.flush()
         print(line, file=sys.stderr, flush=True)
     raise SystemExit(exit_code(e))
+
+
+def exit_stopped(e: BaseException, what: str) -> None:
+    """The end of a server asked to stop (``multimsd studio``): the interrupt ``e`` cut no work short, so the
+    line says it stopped (``studio: stopped (SIGTERM)``; ``Ctrl-C`` for SIGINT), with no advice to run it
+    again, and the exit status is 0."""
+    global _raised
+    _raised = None  # reported: the exception may go now
+    signum = int(getattr(e, "signum", None) or _received or signal.SIGINT)
+    how = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+    close_progress_bars()
+    if is_main_process():
+        sys.stdout.flush()
+        print(f"{what}: stopped ({how})", file=sys.stderr, flush=True)
+    raise SystemExit(0)
 
 
 @contextlib.contextmanager

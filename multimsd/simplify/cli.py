@@ -1,9 +1,10 @@
-"""``multimsd simplify MODEL INPUT --out OUT [--system NAME] [--lang LANG] [eval.KEY=VALUE ...]``.
+"""``multimsd simplify MODEL INPUT --out OUT [--system NAME] [--lang LANG] [--any-lang] [eval.KEY=VALUE ...]``.
 
 Not a Hydra command: MODEL already holds the config (the run's, or the training's), so the command takes
 paths and a few options, and ``eval.*`` overrides of the decoding. Its error contract is the stage commands'
 (:func:`multimsd.commands.stage.run_stage`): a problem with MODEL, INPUT or an option is one ``error:`` line
-and exit 2, before the model is loaded and with no OUT written; Ctrl-C / SIGTERM is one ``interrupted …``
+and exit 2, before the model is loaded and with no OUT written (so is a document in a language the system was
+not trained or prompted on, unless ``--any-lang``: then a warning); Ctrl-C / SIGTERM is one ``interrupted …``
 line saying how many documents are done (run the same command to continue).
 """
 
@@ -13,8 +14,8 @@ import argparse
 import sys
 
 USAGE = """\
-usage: multimsd simplify MODEL INPUT --out OUT [--system NAME] [--lang LANG] [--terms DIR|none]
-                         [--format md|html] [eval.KEY=VALUE ...]
+usage: multimsd simplify MODEL INPUT --out OUT [--system NAME] [--lang LANG] [--any-lang]
+                         [--terms DIR|none] [--format md|html] [eval.KEY=VALUE ...]
 
 Simplifies documents with a trained system: each document is cut into sentences (the alignment's segmenter),
 each sentence rewritten with the evaluation's decoding and checked by the safety checks (numbers, units and
@@ -24,15 +25,19 @@ source's medical terms), and one JSON record per document appended to OUT:
    "flagged": flagged sentences, "system": NAME, "model": PATH}
 
   MODEL          a `multimsd run` directory: its best system that has a model, by the evaluation's ranking
-                 (copy baselines skipped; of a sweep, the system selected on validation); or a
-                 `multimsd train` output directory (train_config.json and best/); or a model (a 🤗 model
-                 directory, a Hub id, offline:smollm2) prompted 0-shot with the project's instruction
+                 (copy baselines skipped; of a sweep, the system selected on validation); of a run that
+                 has not finished (running or interrupted: no ranking yet) name one of the systems whose
+                 training finished with --system (the error line lists them); or a `multimsd train`
+                 output directory (train_config.json and best/); or a model (a 🤗 model directory, a Hub id,
+                 offline:smollm2) prompted 0-shot with the project's instruction
   INPUT          FILE.txt (one document, id = FILE), FILE.jsonl (one {"id", "lang", "text"} a line;
                  "complex" for "text" works too) or - (stdin: JSONL if it starts with {, else one document)
   --out OUT      the JSONL written, a record per document, each written whole (flushed, fsynced);
                  when OUT exists the documents already in it are skipped: a killed run continues
-  --system NAME  this system of the run instead of the best (run.json lists them)
+  --system NAME  this system of the run instead of the best (those under systems/ whose training finished)
   --lang LANG    the language of a document that names none (de en es fr it ja pt ru zh)
+  --any-lang     simplify documents in a language the system was not trained or prompted on, with a
+                 warning (without it: an error naming the languages it knows, before the model is loaded)
   --terms DIR    the medical term lists the checks use, <lang>.txt|xml|bin|csv|tsv[.gz] (the evaluation's
                  terms.dir); default: the bundled demo lists (about 200 terms a language: most terms of a
                  real text are not in them, the summary says so); none: no term check
@@ -57,6 +62,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--out", required=True)
     p.add_argument("--system")
     p.add_argument("--lang")
+    p.add_argument("--any-lang", action="store_true")
     p.add_argument("--terms")
     p.add_argument("--format", choices=("md", "html"))
     return p.parse_intermixed_args(argv)
@@ -70,12 +76,14 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def go(args: argparse.Namespace):
+    import logging
     from pathlib import Path
 
     from multimsd.errors import MultimsdError
     from multimsd.simplify.documents import Input
     from multimsd.simplify.run import simplify
     from multimsd.simplify.source import resolve
+    from multimsd.training.system import check_languages
 
     out = Path(args.out).expanduser()
     if out.is_dir():
@@ -89,6 +97,10 @@ def go(args: argparse.Namespace):
     with Input(args.input, args.lang) as inp:
         ids = inp.check()  # every record read and checked before the model is loaded
         source = resolve(args.model, args.system, args.overrides)
+        if warning := check_languages(
+            source.name, source.config, source.shots, inp.langs, args.any_lang, "--any-lang"
+        ):
+            logging.getLogger("multimsd.simplify").warning("%s; simplified anyway (--any-lang)", warning)
         t = simplify(source, inp, out, ids, terms=terms)
     lines = summary_lines(t, out)
     if terms is not None:  # what the term check could see: the bundled lists are a demo

@@ -127,14 +127,17 @@ class Input:
 
     def check(self) -> set[str]:
         """Read every document (the first pass, before any model is loaded): their ids, or the first problem
-        as one error line. Ids must be unique: the output and a resume go by id."""
+        as one error line. Ids must be unique: the output and a resume go by id. The documents' languages are
+        kept in ``langs`` (the system must know them, :func:`multimsd.training.system.check_languages`)."""
         seen: dict[str, int] = {}
+        self.langs: set[str] = set()
         for k, doc in enumerate(self.documents(), 1):
             if doc.id in seen:
                 raise MultimsdError(
                     f"{self.name}: id {doc.id!r} appears twice (documents {seen[doc.id]} and {k})"
                 )
             seen[doc.id] = k
+            self.langs.add(doc.lang)
         if not seen:
             raise MultimsdError(f"{self.name}: no documents")
         return set(seen)

@@ -12,11 +12,13 @@ loads (``AutoModelFor….from_pretrained(DIR)``) and what vLLM, TGI and llama.cp
 * ``generation_config.json``: the settings the evaluation decoded with (the model kind's
   ``generation_settings``: beams, the length cap);
 * for a chat model, ``multimsd_prompt.json``: the instruction per language and how the user turn is built;
-* ``README.md``, a model card: YAML metadata (languages, base model, data, metrics; ``license`` left to you),
-  the training's scores and, from a run, the test scores per language with their bootstrap intervals.
+* ``README.md``, a model card: YAML metadata (languages, metrics, and the base model and data as Hub ids where
+  they have one: :func:`multimsd.training.hub.card_metadata`; ``license`` left to you), the training's scores
+  and, from a run, the test scores per language with their bootstrap intervals.
 
 The directory is written aside and renamed into place (:func:`multimsd.fsutil.atomic_directory`): an
-interrupted export leaves nothing, and DIR must not exist yet, or be an earlier export (``--force``).
+interrupted export leaves nothing, and DIR must not exist yet, or be an earlier export (``--force``); a DIR
+that cannot be written is refused before the model is loaded.
 ``hub.push`` of a training uploads the same files (:func:`multimsd.training.hub.prepare_upload`).
 """
 
@@ -35,12 +37,15 @@ usage: multimsd export MODEL --to DIR [--system NAME] [--adapter-only] [--force]
 
 Writes a trained system as a standard 🤗 model directory: safetensors weights (a LoRA adapter merged into its
 base), tokenizer, generation_config.json with the evaluation's decoding settings, the prompt of a chat model
-(multimsd_prompt.json) and a model card (README.md) with the run's scores and their intervals.
+(multimsd_prompt.json) and a model card (README.md) with the run's scores and their intervals; its metadata
+names the base model and the data by Hub id, or leaves them out where they have none (never a local path).
 
   MODEL           a `multimsd run` directory (its best system with a model, as `multimsd simplify` picks it)
                   or a `multimsd train` output directory (train_config.json and best/)
-  --to DIR        the directory written; it must not exist (or be an earlier export, with --force)
-  --system NAME   this system of the run instead of the best
+  --to DIR        the directory written; it must not exist (or be an earlier export, with --force), and
+                  its parent must be writable (checked before the model is loaded)
+  --system NAME   this system of the run instead of the best; a run that has not finished (running or
+                  interrupted) has no best yet: name one whose training finished (the error line lists them)
   --adapter-only  a LoRA system's adapter alone (for peft), not merged into its base
   --force         replace DIR when it is an earlier export
 
@@ -77,13 +82,17 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def check_target(to: Path, force: bool) -> None:
+    """Refuse ``--to`` before any work (loading a model takes minutes): a directory that is not ours to replace,
+    or a place where it cannot be written (its parent takes the directory written aside)."""
     from multimsd.errors import MultimsdError
+    from multimsd.fsutil import check_writable_dir
 
     if to.exists() and not (to.is_dir() and not any(to.iterdir())):
         if not force:
             raise MultimsdError(f"--to {to}: exists; name a new directory (or --force to replace an export)")
         if not (to / MARKER).is_file():
             raise MultimsdError(f"--to {to}: exists and is not an export of multimsd; it is left as it is")
+    check_writable_dir(to, "--to", aside=True)
 
 
 def run_scores(model: Path, system: str) -> dict | None:

@@ -11,7 +11,9 @@ MODEL is
   (``systems/<name>/config.yaml``; a run made before those were saved: rebuilt by the run's own planner,
   :func:`multimsd.pipeline.run.plan`, from the config recorded in ``run.json``); its weights are
   ``systems/<name>/best/`` (a prompted system: the pretrained model as it is, and a k-shot one's examples as
-  its evaluation drew them, ``shots.json``). The choice and the
+  its evaluation drew them, ``shots.json``). A run that has not finished (no ``run.json`` yet: still running,
+  or interrupted; its ``.stages/`` say it is a run) has no ranking: its systems whose training finished are
+  named with ``--system NAME``, and without one the error line lists them. The choice and the
   loading are :mod:`multimsd.training.system`'s, which the studio's simplify view shares;
 * a training output directory (``train_config.json`` and ``best/``): its ``config.yaml``, or for one written
   before those were saved its recorded model / data / loss / optimiser settings over
@@ -31,12 +33,15 @@ from omegaconf.errors import OmegaConfBaseException
 
 from multimsd.errors import MultimsdError
 from multimsd.training.config import TrainConfig
+from multimsd.training.hub import PROMPT_FILE
 from multimsd.training.system import (
     CONFIG_FILE,
     RUN_MARKER,
+    STAGES_DIR,
+    is_run_dir,
     pick,
     read_json,
-    run_systems,
+    read_run,
     saved_config,
     to_system,
     why_not,
@@ -52,7 +57,7 @@ def resolve(model: str, system: str | None = None, overrides: list[str] | None =
     """MODEL (a run directory, a training output directory or a model) → its :class:`Source`; one error line
     when it is none of them, has no system with a model, or ``system`` is not one of its systems."""
     path = Path(model).expanduser().resolve()
-    if path.is_dir() and (path / RUN_MARKER).is_file():
+    if path.is_dir() and is_run_dir(path):
         name, cfg, sys_dir = from_run(path, system)
     elif path.is_dir() and ((path / TRAIN_MARKER).is_file() or (path / CONFIG_FILE).is_file()):
         if system is not None:
@@ -73,23 +78,28 @@ def from_run(run_dir: Path, system: str | None):
     """(name, config, directory) of the run's chosen system. Its config is the one saved
     beside its outputs (``systems/<name>/config.yaml``); a run made before those were saved is planned again
     from the config ``run.json`` records."""
-    info, systems = run_systems(run_dir)
-    configs = {n: saved_config(run_dir / "systems" / n) for n in systems}
-    if any(configs[n] is None and sc.get("kind") != "copy" for n, sc in systems.items()):
-        planned = {s.system: s.config for s in run_plan(run_dir, info) if s.kind == "train"}
-        configs = {n: c if c is not None else planned.get(n) for n, c in configs.items()}
-    candidates = {
-        n: why_not(run_dir / "systems" / n, sc.get("kind"), configs[n]) for n, sc in systems.items()
-    }
+
+    def replan(info: dict) -> dict:
+        return {s.system: s.config for s in run_plan(run_dir, info) if s.kind == "train"}
+
+    run = read_run(run_dir, replan)
     if system is not None:
-        if system not in systems:
-            raise MultimsdError(f"--system {system}: no such system in {run_dir} ({', '.join(systems)})")
-        if candidates[system]:
-            raise MultimsdError(f"--system {system}: {candidates[system]}")
+        if system not in run.why:
+            raise MultimsdError(
+                f"--system {system}: no such system in {run_dir} ({', '.join(run.why) or 'none yet'})"
+            )
+        if run.why[system]:
+            usable = ", ".join(run.usable)
+            raise MultimsdError(
+                f"--system {system}: {run.why[system]}"
+                + (f" (systems with a model: {usable})" if usable else "")
+            )
         name = system
     else:
-        name = pick(run_dir, info, {n for n, why in candidates.items() if not why}, candidates)
-    return name, configs[name], run_dir / "systems" / name
+        name = pick(run)
+    if not run.finished:
+        log.info("the run has not finished; %s", run.listing())
+    return name, run.configs[name], run_dir / "systems" / name
 
 
 def run_plan(run_dir: Path, info: dict) -> list:
@@ -124,7 +134,8 @@ def zero_shot_config(model: str):
     """The config that prompts ``model`` 0-shot with the project's instruction, as a run's ``zero_shot`` system:
     a local 🤗 model directory, a Hub id (read from the Hugging Face cache when the Hub is unreachable), or one
     of the project's own models (``offline:smollm2``, ``tiny:llama``). A decoder-only model must be a chat
-    model (its tokenizer has a chat template); an encoder-decoder one gets the sentence as it is."""
+    model (its tokenizer has a chat template); an encoder-decoder one gets the sentence as it is. A directory
+    ``multimsd export`` wrote knows the languages it was trained on: its prompt's (``multimsd_prompt.json``)."""
     from transformers import AutoConfig, AutoTokenizer
 
     from multimsd.io import hub_reachable
@@ -140,7 +151,8 @@ def zero_shot_config(model: str):
         tokenizer = AutoTokenizer.from_pretrained(where, **offline)
     except (OSError, ValueError):
         raise MultimsdError(
-            f"MODEL {model}: not a run directory ({RUN_MARKER}), a training output directory ({TRAIN_MARKER} "
+            f"MODEL {model}: not a run directory ({RUN_MARKER}, or {STAGES_DIR}/ while it runs), a training "
+            f"output directory ({TRAIN_MARKER} "
             "and best/), nor a model that can be loaded here (a 🤗 model directory, or a Hub id in the "
             "Hugging Face cache or on a reachable Hub)"
         ) from None
@@ -153,7 +165,13 @@ def zero_shot_config(model: str):
     if kind == "causal":
         settings["lora"] = {"enabled": False}
     log.info("system: %s, prompted 0-shot (%s)", model, kind)
-    return OmegaConf.create({"model": settings, "mode": "icl", "icl": {"shots": 0}})
+    cfg = {"model": settings, "mode": "icl", "icl": {"shots": 0}}
+    prompt = local / PROMPT_FILE
+    if prompt.is_file():  # an export: the instructions it holds are those of the languages it was trained on
+        langs = sorted(read_json(prompt, "the prompt of an export").get("instructions") or {})
+        if langs:
+            cfg["data"] = {"languages": langs}
+    return OmegaConf.create(cfg)
 
 
 # ------------------------------------------------------------------------------------------- overrides

@@ -11,6 +11,10 @@ On loopback, where there is no token, two things keep other web pages in the sam
 ``Host`` is not a loopback name is refused (a DNS-rebinding page reaches the port under its own name), and an
 action must be sent as ``application/json``, which another origin cannot do without a CORS preflight this app
 never grants (a plain form or ``text/plain`` POST is refused with 415).
+
+Every answer under ``/api/`` that is an error is JSON, ``{"error": "…"}`` with the reason, whoever gives it: a
+view, the gates (403), a route that is not there (404: a view not available here says why; any other path
+too), a method the route does not take (405), a failure of the server (500). The page shows ``error``.
 """
 
 from __future__ import annotations
@@ -21,20 +25,30 @@ from importlib import resources
 from urllib.parse import parse_qs
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from multimsd.studio.registry import CORE_FILES, Studio, View
+from multimsd.studio.registry import CORE_FILES, NOTHING_TO_SHOW, Studio, View
 from multimsd.studio.views import all_views
 
 TYPES = {".html": "text/html", ".css": "text/css", ".js": "text/javascript"}
 COOKIE = "multimsd_studio_token"
+API = "/api/"
 
 
 def static_text(name: str) -> str:
     return (resources.files("multimsd.studio") / "static" / name).read_text(encoding="utf-8")
+
+
+def error(path: str, text: str, status: int, headers: dict | None = None) -> Response:
+    """An error answer: JSON ``{"error": text}`` under ``/api/`` (what the page and a script read), the plain
+    text elsewhere."""
+    if path.startswith(API):
+        return JSONResponse({"error": text}, status, headers=headers)
+    return Response(text, status, headers=headers)
 
 
 class TokenGate:
@@ -57,9 +71,8 @@ class TokenGate:
         if scope["type"] in ("http", "websocket") and not any(
             hmac.compare_digest(t.encode(), self.token.encode()) for t in self._given(scope)
         ):
-            await Response("forbidden: this studio needs its token (see the URL it printed)", 403)(
-                scope, receive, send
-            )
+            text = "forbidden: this studio needs its token (see the URL it printed)"
+            await error(scope.get("path", ""), text, 403)(scope, receive, send)
             return
         await self.app(scope, receive, send)
 
@@ -78,24 +91,37 @@ class LoopbackHostGate:
             host = dict(scope.get("headers", [])).get(b"host", b"").decode("latin-1")
             name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
             if name not in LOOPBACK_NAMES:
-                await Response("forbidden: not a loopback host name", 403)(scope, receive, send)
+                await error(scope.get("path", ""), "forbidden: not a loopback host name", 403)(
+                    scope, receive, send
+                )
                 return
         await self.app(scope, receive, send)
 
 
 def numbered() -> list[tuple[View, str]]:
     """The registered views with their number keys ("1", "2", …: the registry's order). A view with nothing to
-    show here (its state None) keeps its place and its key; its button stays hidden."""
+    show here (its state None) keeps its place and its key; its button says why."""
     return [(v, str(k)) for k, v in enumerate(all_views(), 1)]
 
 
+def why_unavailable(studio: Studio, view: View) -> str:
+    """Why ``view`` has nothing to show here; "" when it has."""
+    if studio.states.get(view.name) is not None:
+        return ""
+    return studio.unavailable.get(view.name) or NOTHING_TO_SHOW
+
+
 def index_html(studio: Studio, views: list[tuple[View, str]]) -> str:
-    """``static/index.html`` with the views' buttons and ``<script>`` tags filled in from the registry."""
+    """``static/index.html`` with the views' buttons and ``<script>`` tags filled in from the registry. The
+    button of a view with nothing to show here is greyed and carries the reason (``data-why``, on hover)."""
     buttons, scripts = [], []
     for view, key in views:
-        hidden = "" if studio.states.get(view.name) is not None else " hidden"
+        title, extra = key, ""
+        if why := why_unavailable(studio, view):
+            title = f"{key}: not available here: {why}"
+            extra = f' class="unavailable" aria-disabled="true" data-why="{html.escape(why)}"'
         buttons.append(
-            f'<button data-view="{html.escape(view.name)}" data-key="{key}" title="{key}"{hidden}>'
+            f'<button data-view="{html.escape(view.name)}" data-key="{key}" title="{html.escape(title)}"{extra}>'
             f"{html.escape(view.title)}</button>"
         )
         scripts.append(f'<script src="static/{html.escape(view.script)}"></script>')
@@ -105,11 +131,45 @@ def index_html(studio: Studio, views: list[tuple[View, str]]) -> str:
     )
 
 
+def unavailable_routes(view: View, why: str) -> list[BaseRoute]:
+    """The routes of a view with nothing to show here, each answering why (404, JSON). Their paths are those
+    ``view.routes`` builds (with no state: it only builds them); a view whose ``routes`` needs its state has
+    none here, its paths get the plain "no such route" answer."""
+    try:
+        paths = [r.path for r in view.routes(None) if isinstance(getattr(r, "path", None), str)]
+    except (AttributeError, TypeError):  # routes that read their state while being built
+        return []
+
+    async def answer(request: Request) -> Response:
+        return JSONResponse({"error": f"the {view.title} view is not available here: {why}"}, 404)
+
+    methods = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]
+    return [Route(path, answer, methods=methods) for path in dict.fromkeys(paths)]
+
+
+async def http_error(request: Request, exc: Exception) -> Response:
+    """Starlette's own errors (no such route: 404, a method the route does not take: 405), JSON under /api/."""
+    assert isinstance(exc, HTTPException)
+    path, text = request.url.path, str(exc.detail)
+    if path.startswith(API) and exc.status_code == 404:
+        text = f"no such route: {request.method} {path}"
+    elif path.startswith(API) and exc.status_code == 405:
+        allowed = (exc.headers or {}).get("Allow", "another method")
+        text = f"{request.method} {path}: not allowed, use {allowed}"
+    return error(path, text, exc.status_code, exc.headers)
+
+
+async def server_error(request: Request, exc: Exception) -> Response:
+    """A failure of the server itself (a bug): the reason, one line, JSON under /api/."""
+    first = (str(exc).strip().splitlines() or [""])[0]
+    return error(request.url.path, f"internal error: {type(exc).__name__}: {first}", 500)
+
+
 def create_app(studio: Studio, token: str | None = None, check_host: bool = False) -> Starlette:
     """The Starlette app over a prepared :class:`~multimsd.studio.registry.Studio`: the page, the static files
-    and ``/api/info`` here, every other route from the registered views (those with something to show). With
-    ``token`` every request must carry it, with ``check_host`` (the command sets it on loopback) its ``Host``
-    must be a loopback name."""
+    and ``/api/info`` here, every other route from the registered views (those with something to show; the
+    routes of the others answer why). With ``token`` every request must carry it, with ``check_host`` (the
+    command sets it on loopback) its ``Host`` must be a loopback name."""
     corpus, journal, cfg = studio.corpus, studio.journal, studio.corpus.cfg
     views = numbered()  # the views registered now: the page, the files and the routes all follow these
     scripts = {view.script: view for view, _ in views}
@@ -146,11 +206,11 @@ def create_app(studio: Studio, token: str | None = None, check_host: bool = Fals
             "sentences_encoded": corpus.n_encoded,
             "views": [],
         }
-        for view, key in views:  # each view's own entry under its name (None: nothing to show here)
-            state = studio.states.get(view.name)
-            available = state is not None
-            out["views"].append({"name": view.name, "title": view.title, "key": key, "available": available})
-            out[view.name] = (view.info(state) if view.info else {}) if available else None
+        for view, key in views:  # each view's own entry under its name (None: nothing to show here, and why)
+            state, why = studio.states.get(view.name), why_unavailable(studio, view)
+            entry = {"name": view.name, "title": view.title, "key": key, "available": not why, "why": why}
+            out["views"].append(entry)
+            out[view.name] = (view.info(state) if view.info else {}) if not why else None
         return JSONResponse(out)
 
     routes = [
@@ -159,9 +219,11 @@ def create_app(studio: Studio, token: str | None = None, check_host: bool = Fals
         Route("/api/info", info),
     ]
     for view, _ in views:
-        if studio.states.get(view.name) is not None:
+        if why := why_unavailable(studio, view):
+            routes += unavailable_routes(view, why)
+        else:
             routes += view.routes(studio.states[view.name])
-    app = Starlette(routes=routes)
+    app = Starlette(routes=routes, exception_handlers={HTTPException: http_error, Exception: server_error})
     if token:
         app.add_middleware(TokenGate, token=token)
     if check_host:

@@ -7,6 +7,10 @@ bound here (then handed to uvicorn), so "port in use" is found out before the jo
 (:mod:`multimsd.runlock`): a second studio of the same annotator on the same run is refused the same way.
 The options after ``--gold`` are the registered views' own (:mod:`multimsd.studio.registry`), parsed and listed in
 ``--help`` from the registry, as each view's checks (``prepare``) run from it.
+
+Stopping the server (Ctrl-C, SIGTERM: ``kill``, ``systemctl stop``, a SLURM job's end) is its normal end: uvicorn
+finishes the requests in flight, the studio prints ``studio: stopped (SIGTERM)`` and exits with status 0; every
+action was journalled when it was answered, so there is nothing to resume.
 """
 
 from __future__ import annotations
@@ -38,8 +42,10 @@ PATH/studio for a run directory, PATH-studio beside a `multimsd align` output (w
 A run directory with test predictions also gets the outputs view: every system's outputs per test row, rated
 1-5 (blind if you like) into STUDIO/ratings-NAME.jsonl, which the run's report summarises. A run directory with
 a system that can simplify also gets the simplify view: a paragraph you type, simplified by a system you pick,
-with the safety flags of `multimsd simplify` (nothing written).
+with the safety flags of `multimsd simplify` (nothing written); a run still running or interrupted offers the
+systems whose training finished. A view with nothing to show here says why on its button.
 Sentences are numbered from 1 on the page and in every message; the gold file counts positions from 0.
+Ctrl-C or SIGTERM stops the server: `studio: stopped (SIGTERM)`, exit status 0.
 
   --host H          address to listen on (default 127.0.0.1); any other needs the token printed in the URL
   --port N          port (default 8765; 0 picks a free one)
@@ -151,10 +157,11 @@ def prepare(args: argparse.Namespace) -> Studio:
 
 
 def prepare_views(studio: Studio) -> Studio:
-    """Each registered view's state (its checks run; None: nothing to show for this PATH)."""
+    """Each registered view's state (its checks run; None: nothing to show for this PATH, and why)."""
     from multimsd.studio.views import all_views
 
-    studio.states = {view.name: view.prepare(studio) for view in all_views()}
+    for view in all_views():
+        studio.prepare(view)
     return studio
 
 
@@ -199,7 +206,11 @@ def main(argv: list[str]) -> None:
         return
     import logging
 
+    from multimsd import interrupts
+    from multimsd.console import quiet_console
+
     logging.getLogger("multimsd").setLevel(logging.WARNING)
+    quiet_console()  # a model the simplify view loads: no library deprecation warnings, no bars in a log file
     try:
         load_views(argv)
         args = parse(argv)
@@ -216,6 +227,11 @@ def main(argv: list[str]) -> None:
         sys.exit(2)
     try:
         serve(studio, sock)
+    except BaseException as e:
+        # Ctrl-C / SIGTERM: uvicorn shuts down, then raises the signal again, which arrives here
+        if not interrupts.is_interrupt(e):
+            raise
+        interrupts.exit_stopped(e, "studio")
     finally:
         lock.release()
 

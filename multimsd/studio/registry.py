@@ -23,9 +23,12 @@ parses the options and lists them in ``--help``. The built-in views are register
 :mod:`multimsd.studio.views`; a view of your own is registered the same way before the studio starts.
 
 A view's hooks get one argument, its *state*: what ``prepare(studio)`` returned (by default the
-:class:`Studio` itself: the corpus, the journal, the command line). ``prepare`` returning None means the view
-has nothing to show for this PATH (the outputs view of a run without test predictions): its button stays
-hidden and it serves no routes.
+:class:`Studio` itself: the corpus, the journal, the command line). ``prepare`` returning
+:class:`Unavailable` ``(why)`` means the view has nothing to show for this PATH (the outputs view of a run
+without test predictions): its button says why (greyed, the reason on hover and, clicked, in the status
+line), ``/api/info`` gives the reason, and each of its routes answers it as a JSON error (404). So
+``routes(state)`` only builds the routes, their handlers use the state: the studio builds them with None to
+learn their paths. (None from ``prepare`` is the same, with no reason given.)
 """
 
 from __future__ import annotations
@@ -70,10 +73,21 @@ class Option:
         return f"[{self.flag} {self.metavar}{more}]", f"  {f'{self.flag} {self.metavar}':<18}{self.help}"
 
 
+NOTHING_TO_SHOW = "nothing to show for this PATH"  # the reason of a view whose prepare gave None
+
+
+@dataclass(frozen=True)
+class Unavailable:
+    """What a view's ``prepare`` returns when it has nothing to show for this PATH: why, in a line the page and
+    the API show (``"the run has no test outputs yet"``)."""
+
+    why: str
+
+
 @dataclass
 class Studio:
     """What every view starts from: the command line, PATH, the alignments, the annotator's journal, the
-    ``--gold`` records to start from, and each view's state (None: nothing to show here)."""
+    ``--gold`` records to start from, each view's state (None: nothing to show here) and, for those, why."""
 
     args: argparse.Namespace
     root: Path
@@ -81,6 +95,17 @@ class Studio:
     journal: Journal
     base: list[dict] | None = None
     states: dict[str, Any] = field(default_factory=dict)
+    unavailable: dict[str, str] = field(default_factory=dict)  # view name -> why it has nothing to show
+
+    def prepare(self, view: View) -> None:
+        """Run ``view``'s checks: its state, or why it is not available here."""
+        state = view.prepare(self)
+        if isinstance(state, Unavailable) or state is None:
+            self.unavailable[view.name] = state.why if state else NOTHING_TO_SHOW
+            state = None
+        else:
+            self.unavailable.pop(view.name, None)
+        self.states[view.name] = state
 
 
 def _the_studio(studio: Studio) -> Studio:
@@ -100,7 +125,7 @@ class View:
     order: int = 100  # the buttons' order, which the number keys 1, 2, … follow (ties: registration order)
     info: Callable[[Any], dict] | None = None  # state -> /api/info's entry under `name`
     options: tuple[Option, ...] = ()
-    prepare: Callable[[Studio], Any] = _the_studio  # checks, nothing written -> state (None: not shown here)
+    prepare: Callable[[Studio], Any] = _the_studio  # checks, nothing written -> state (or Unavailable(why))
     start: Callable[[Any], str | None] | None = None  # the view's first writes -> a line to print, or None
     script_file: Path | Traversable | None = None  # where the script is; default: multimsd/studio/static/
 
@@ -155,4 +180,15 @@ def registered() -> list[View]:
     return [v for _, v in ranked]
 
 
-__all__ = ["CORE_FILES", "INFO_KEYS", "VIEWS", "Option", "Studio", "View", "register_view", "registered"]
+__all__ = [
+    "CORE_FILES",
+    "INFO_KEYS",
+    "NOTHING_TO_SHOW",
+    "VIEWS",
+    "Option",
+    "Studio",
+    "Unavailable",
+    "View",
+    "register_view",
+    "registered",
+]

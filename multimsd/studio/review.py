@@ -42,7 +42,7 @@ from multimsd.io import read_jsonl
 from multimsd.metrics.human import CRITERIA, SCALE, input_hash, text_hash
 from multimsd.studio.corpus import find_align_dir
 from multimsd.studio.journal import append_durable, cut_torn_tail, read_lines
-from multimsd.studio.registry import Studio, View, register_view
+from multimsd.studio.registry import Studio, Unavailable, View, register_view
 
 STUDIO_SEED = 25  # fixed: the blind order depends on the item only, never on who looks or when
 
@@ -429,14 +429,19 @@ def routes(review: Review) -> list[Route]:
     return [Route("/api/review", get), Route("/api/rate", rate, methods=["POST"])]
 
 
-def prepare(studio: Studio) -> Review | None:
-    """The outputs view's :class:`Review` of a run directory with test predictions, else None (an ``align``
+def prepare(studio: Studio) -> Review | Unavailable:
+    """The outputs view's :class:`Review` of a run directory with test predictions, else why not (an ``align``
     output has no system outputs); every check done (references the same for every system, ratings journal
     readable), nothing written."""
     root = studio.root
     if find_align_dir(root) == root:
-        return None
-    return load_review(root, root / "studio", studio.args.annotator)
+        return Unavailable(
+            "a `multimsd align` output has no systems' outputs (open a `multimsd run` directory)"
+        )
+    review = load_review(root, root / "studio", studio.args.annotator)
+    if review is None:
+        return Unavailable("no system of this run has test outputs yet (systems/<name>/predictions/test)")
+    return review
 
 
 def start(review: Review) -> str:

@@ -8,12 +8,17 @@ checks (:mod:`multimsd.training.system`: each system's saved ``config.yaml`` and
 text. The marks are the outputs view's (:class:`multimsd.studio.review.Highlighter`: the run's evaluation
 settings and term lists), and the term check uses the same dictionary.
 
-Which systems: those ``run.json`` lists whose directory has ``config.yaml`` and a model (a trained system's
-``best/``, or a 0-shot prompted one); the others are listed with the reason they cannot simplify. The one
-selected first is the run's best by the report's ranking (:func:`multimsd.training.system.pick`). One model
-is held in memory at a time, loaded on the first request that names it; requests are served one at a time
-(a lock), off the event loop, so the page stays responsive while a model loads or generates. Nothing is
-written: the view reads the run and keeps no record.
+Which systems: those of the run (``run.json``'s, and those under ``systems/``: a run that has not finished,
+still running or interrupted, has no ``run.json`` yet; :func:`multimsd.training.system.read_run`) whose
+directory has ``config.yaml`` and a model (a trained system's ``best/``, or a 0-shot prompted one); the others
+are listed with the reason they cannot simplify (a training that has not finished, a copy baseline). The one
+selected first is the run's best by the report's ranking (:func:`multimsd.training.system.pick`); a run
+without a ranking (not finished) selects the first by name, and ``note`` says so. A text in a language the
+system was not trained or prompted on is refused with the languages it knows (``"any_lang": true``: simplified
+anyway, with a ``warning``), as ``multimsd simplify`` does. One model is held in memory at a time, loaded on
+the first request that names it; requests are served one at a time (a lock), off the event loop, so the page
+stays responsive while a model loads or generates. Nothing is written: the view reads the run and keeps no
+record. With no system that can simplify the view is not available, and says why.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from starlette.routing import Route
 from multimsd import LANGUAGES
 from multimsd.errors import MultimsdError
 from multimsd.studio.corpus import find_align_dir
-from multimsd.studio.registry import Studio, View, register_view
+from multimsd.studio.registry import Studio, Unavailable, View, register_view
 from multimsd.studio.review import Highlighter
 
 log = logging.getLogger("multimsd.studio")
@@ -44,18 +49,11 @@ class Simplifier:
     """The run's systems that can simplify, the one model loaded now, and the highlighter."""
 
     def __init__(self, root: Path):
-        from multimsd.training.system import pick, read_shots, run_systems, saved_config, why_not
+        from multimsd.training.system import pick, read_run, read_shots
 
         self.root = root
-        info, systems = run_systems(root)
-        self.configs, self.why = {}, {}
-        for n, sc in systems.items():
-            try:  # a damaged config.yaml costs its system, not the view
-                self.configs[n] = saved_config(root / "systems" / n)
-            except MultimsdError as e:
-                self.configs[n], self.why[n] = None, str(e)
-                continue
-            self.why[n] = why_not(root / "systems" / n, sc.get("kind"), self.configs[n])
+        run = read_run(root)  # a damaged config.yaml costs its system (its reason), not the view
+        self.configs, self.why, self.finished = run.configs, run.why, run.finished
         self.shot_langs: dict[str, list[str]] = {}  # a k-shot system's languages: those of its examples
         for n, cfg in self.configs.items():
             if not self.why[n] and cfg is not None and cfg.get("mode") == "icl" and cfg.icl.shots:
@@ -63,13 +61,19 @@ class Simplifier:
                     self.shot_langs[n] = sorted(read_shots(root / "systems" / n, cfg.icl.shots))
                 except MultimsdError as e:
                     self.why[n] = str(e)
-        usable = {n for n, w in self.why.items() if not w}
-        self.default = None
+        usable = run.usable
+        self.default, self.note = None, ""
         if usable:
             try:
-                self.default = pick(root, info, usable, self.why, quiet=True)
-            except MultimsdError:  # no ranking (the evaluation did not finish): the first by name
+                self.default = pick(run, quiet=True)
+            except MultimsdError:  # no ranking (the run did not finish): the first by name
                 self.default = sorted(usable)[0]
+                self.note = (
+                    "the run has not finished (still running, or interrupted): the systems whose training "
+                    "finished can simplify; no ranking yet, so the first by name is selected"
+                    if not run.finished
+                    else "the run has no ranking of these systems: the first by name is selected"
+                )
         self.highlight = Highlighter(root)
         self.lock = threading.Lock()
         self.loaded: tuple[str, object, tuple] | None = (
@@ -79,10 +83,16 @@ class Simplifier:
     def languages(self, name: str) -> list[str]:
         """The languages system ``name`` was trained (or prompted) on, from its config's ``data.languages``;
         of a k-shot system, those it has examples for (the only ones it can simplify)."""
-        if name in self.shot_langs:
-            return self.shot_langs[name]
-        langs = list((self.configs.get(name) or {}).get("data", {}).get("languages") or [])
-        return [lang for lang in langs if lang in LANGUAGES]
+        from multimsd.training.system import known_languages
+
+        return known_languages(self.configs.get(name), self.shot_langs.get(name))
+
+    def why_unavailable(self) -> str:
+        """Why no system can simplify, in a line (the view is then not available)."""
+        reasons = "; ".join(f"{n}: {w}" for n, w in self.why.items()) or "no systems"
+        if not self.finished:
+            return f"the run has not finished, and none of its systems has yet ({reasons})"
+        return f"no system of the run can simplify ({reasons})"
 
     def info(self) -> dict:
         return {
@@ -91,6 +101,8 @@ class Simplifier:
                 for n, w in self.why.items()
             ],
             "default": self.default,
+            "finished": self.finished,  # whether the run got to its end (run.json)
+            "note": self.note,  # why the default is what it is, when it is not the run's best
             "languages": list(LANGUAGES),
             "max_chars": MAX_CHARS,
         }
@@ -139,7 +151,9 @@ class Simplifier:
 
 
 def routes(state: Simplifier) -> list[Route]:
-    """``POST /api/simplify`` with ``{"text", "lang", "system"}`` (``system`` defaults to the run's best)."""
+    """``POST /api/simplify`` with ``{"text", "lang", "system", "any_lang"}`` (``system`` defaults to the run's
+    best; ``any_lang``: true simplifies a language the system does not know, with a ``warning``)."""
+    from multimsd.training.system import check_languages
 
     async def simplify(request: Request) -> JSONResponse:
         if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
@@ -147,8 +161,11 @@ def routes(state: Simplifier) -> list[Route]:
         try:
             body = await request.json()
             text, lang, name = body.get("text"), body.get("lang"), body.get("system") or state.default
+            any_lang = body.get("any_lang", False)
         except (ValueError, AttributeError):
             return JSONResponse({"error": "a JSON object"}, 400)
+        if not isinstance(any_lang, bool):
+            return JSONResponse({"error": "any_lang: true or false"}, 400)
         if not isinstance(text, str) or not text.strip():
             return JSONResponse({"error": "text: the paragraph to simplify (not empty)"}, 400)
         if len(text) > MAX_CHARS:
@@ -161,20 +178,20 @@ def routes(state: Simplifier) -> list[Route]:
             return JSONResponse({"error": f"no system {name!r} in this run"}, 404)
         if state.why[name]:
             return JSONResponse({"error": f"system {name}: {state.why[name]}"}, 409)
-        if name in state.shot_langs and lang not in state.shot_langs[name]:
-            return JSONResponse(
-                {
-                    "error": f"system {name} is k-shot with examples in {', '.join(state.shot_langs[name])} only"
-                },
-                400,
+        try:  # as `multimsd simplify`: before the model is loaded
+            warning = check_languages(
+                name, state.configs[name], state.shot_langs.get(name), [lang], any_lang, '"any_lang": true'
             )
+        except MultimsdError as e:
+            return JSONResponse({"error": str(e)}, 400)
 
         def work() -> dict:
             with state.lock:  # one model in memory, one request generating at a time
                 return state.simplify(name, lang, text)
 
         try:
-            return JSONResponse(await run_in_threadpool(work))
+            answer = await run_in_threadpool(work)
+            return JSONResponse({**answer, "warning": warning} if warning else answer)
         except ValueError as e:
             return JSONResponse({"error": str(e)}, 400)
         except MultimsdError as e:  # the system cannot be loaded (a damaged best/): the reason, one line
@@ -186,20 +203,22 @@ def routes(state: Simplifier) -> list[Route]:
     return [Route("/api/simplify", simplify, methods=["POST"])]
 
 
-def prepare(studio: Studio) -> Simplifier | None:
-    """The view's state for a run directory with at least one system that can simplify, else None (an
-    ``align`` output, a run with copy baselines only)."""
-    from multimsd.training.system import RUN_MARKER
+def prepare(studio: Studio) -> Simplifier | Unavailable:
+    """The view's state for a run directory (finished or not) with at least one system that can simplify;
+    else why not (an ``align`` output, a run with copy baselines only, a run whose trainings have not finished)."""
+    from multimsd.training.system import is_run_dir
 
     root = studio.root
-    if find_align_dir(root) == root or not (root / RUN_MARKER).is_file():
-        return None
+    if find_align_dir(root) == root:
+        return Unavailable("a `multimsd align` output has no systems (open a `multimsd run` directory)")
+    if not is_run_dir(root):
+        return Unavailable("not a `multimsd run` directory (no run.json, no .stages/)")
     try:
         state = Simplifier(root)
     except MultimsdError as e:  # run.json unreadable: the other views still work, this one says why not
         log.warning("no simplify view: %s", e)
-        return None
-    return state if state.default is not None else None
+        return Unavailable(str(e))
+    return state if state.default is not None else Unavailable(state.why_unavailable())
 
 
 register_view(

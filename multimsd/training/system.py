@@ -8,16 +8,24 @@ planned it (the studio may not import the pipeline). A run directory (``run.json
 their kinds; its ``results.json`` ranks them, and :func:`pick` chooses the best one by that ranking, the one
 rule for "best" of :mod:`multimsd.metrics.best` that the report applied.
 
+A run that has not finished (still running, or interrupted) is a run directory too: ``run.json`` and
+``results.json`` are written at its end, its stage records (``.stages/``) from its first stage on. Its systems
+are then the directories under ``systems/``; one has *finished* when its training wrote ``config.yaml`` and
+``all_results.json``, its last writes (a half-trained system may hold a ``best/`` of an early epoch: it is not
+offered). Such a run has no ranking yet, nor its sweep's selection: no system is its best, one is named.
+
 Read in this order: :class:`System` (name, config, weights), :func:`saved_config` / :func:`why_not` (can this
-directory generate?), :func:`pick` (the run's best), :func:`load` (model, tokenizer, accelerator on the
-device, the best weights checked against their manifest), :func:`simplify_sentences` (the evaluation's
-decoding and the safety checks over documents' sentences).
+directory generate?), :func:`read_run` / :class:`RunSystems` (a run's systems, finished or not), :func:`pick`
+(the run's best), :func:`check_languages` (does the system know the text's language?), :func:`load` (model,
+tokenizer, accelerator on the device, the best weights checked against their manifest),
+:func:`simplify_sentences` (the evaluation's decoding and the safety checks over documents' sentences).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +35,8 @@ from multimsd.training.config import CONFIG_FILE, SHOTS_FILE, TrainConfig
 log = logging.getLogger(__name__)
 
 RUN_MARKER = "run.json"  # = pipeline.run.RUN_MARKER: a run directory holds it (read here, never imported)
+STAGES_DIR = ".stages"  # = pipeline.records.STAGES_DIR: a run's stage records, from its first stage on
+RESULTS_FILE = "all_results.json"  # a training's last write (training.results.write_predictions)
 
 
 @dataclass
@@ -39,6 +49,11 @@ class System:
     weights: Path | None
     path: Path
     shots: dict[str, list] | None = None  # a k-shot system's examples per language (shots.json), else None
+
+    @property
+    def languages(self) -> list[str]:
+        """The languages it was trained or prompted on (:func:`known_languages`)."""
+        return known_languages(self.config, self.shots)
 
 
 def read_json(path: Path, what: str) -> dict:
@@ -74,12 +89,27 @@ def saved_config(out: Path):
     return cfg
 
 
+def is_run_dir(path: Path) -> bool:
+    """A ``multimsd run`` directory, finished (``run.json``) or not (its stage records, ``.stages/``)."""
+    return (path / RUN_MARKER).is_file() or (path / STAGES_DIR).is_dir()
+
+
+def finished(sys_dir: Path) -> bool:
+    """Whether the training (or prompting) of the system in ``sys_dir`` got to its end: its last writes are
+    there. ``all_results.json`` alone: a system of an older multimsd, which wrote no ``config.yaml``."""
+    return (sys_dir / CONFIG_FILE).is_file() or (sys_dir / RESULTS_FILE).is_file()
+
+
 def why_not(sys_dir: Path, kind: str | None, cfg) -> str:
     """Why the system in ``sys_dir`` (of run kind ``kind``, config ``cfg``: None when there is none) cannot
     generate; empty when it can."""
     if kind == "copy":
         return "a copy baseline has no model"
     if cfg is None:
+        if not sys_dir.is_dir():
+            return f"not trained yet (no {sys_dir.name}/ under systems/)"
+        if not finished(sys_dir):
+            return "its training has not finished yet, or was interrupted"
         return "no config.yaml beside its outputs (made by an older multimsd): train it again"
     if kind == "icl":
         shots = cfg.icl.shots
@@ -108,21 +138,94 @@ def weights_of(sys_dir: Path, cfg) -> Path:
     return Path(start) / "best" if mode == "predict" and start else Path(sys_dir) / "best"
 
 
-def run_systems(run_dir: Path) -> tuple[dict, dict[str, dict]]:
-    """(run.json, its systems: name -> {"kind": …}) of a run directory."""
-    info = read_json(run_dir / RUN_MARKER, "the run's record")
-    systems = info.get("systems") or {}
-    if not isinstance(systems, dict):
+@dataclass
+class RunSystems:
+    """A run directory's systems as far as the run got (:func:`read_run`): the run's record, each system's kind,
+    saved config and why it cannot generate."""
+
+    run_dir: Path
+    info: dict  # run.json; {} while the run has not finished (it is written at the run's end)
+    kinds: dict[str, str | None]  # run.json's kind; of a system only found under systems/: its config's
+    configs: dict  # name -> its saved config (a DictConfig), None where there is none (yet)
+    why: dict[str, str]  # name -> why it cannot generate; "" when it can
+
+    @property
+    def finished(self) -> bool:
+        """Whether the run got to its end (its record, ranking and sweep selection are written)."""
+        return bool(self.info)
+
+    @property
+    def usable(self) -> list[str]:
+        return [n for n, w in self.why.items() if not w]
+
+    def listing(self) -> str:
+        """Which systems can generate and why the others cannot, in one line."""
+        usable = ", ".join(self.usable) or "none"
+        return f"systems with a model: {usable}" + "".join(
+            f"; not {n}: {w}" for n, w in self.why.items() if w
+        )
+
+
+def read_run(run_dir: Path, replan: Callable[[dict], dict] | None = None) -> RunSystems:
+    """The systems of a run directory, finished or not: those ``run.json`` lists and those found under
+    ``systems/`` (a run still running or interrupted has no ``run.json`` yet; one continued with more systems
+    has new directories). A damaged ``config.yaml`` costs its system (its reason), not the run.
+    ``replan(run.json)``: name -> config of the systems an older multimsd finished without ``config.yaml``
+    (the caller's planner; the studio has none: those systems say why)."""
+    info = read_json(run_dir / RUN_MARKER, "the run's record") if (run_dir / RUN_MARKER).exists() else {}
+    listed = info.get("systems") or {}
+    if not isinstance(listed, dict):
         raise MultimsdError(f"{run_dir / RUN_MARKER}: its systems are not a JSON object")
-    return info, systems
+    kinds: dict[str, str | None] = {n: (sc or {}).get("kind") for n, sc in listed.items()}
+    found = sorted(
+        p.name for p in (run_dir / "systems").glob("*") if p.is_dir() and not p.name.startswith(".")
+    )
+    kinds.update({n: None for n in found if n not in kinds})
+    configs, why = {}, {}
+    for n in kinds:
+        try:
+            configs[n] = saved_config(run_dir / "systems" / n)
+        except MultimsdError as e:
+            configs[n], why[n] = None, str(e)
+    older = [
+        n
+        for n, kind in kinds.items()
+        if configs[n] is None
+        and n not in why
+        and kind not in ("copy", None)
+        and finished(run_dir / "systems" / n)
+    ]
+    if older and replan is not None:
+        planned = replan(info)
+        configs.update({n: planned[n] for n in older if n in planned})
+    for n, kind in kinds.items():
+        if kind is None and configs[n] is not None:  # found under systems/: its config says what it is
+            kinds[n] = "icl" if configs[n].get("mode") == "icl" else "train"
+        if n not in why:
+            why[n] = why_not(run_dir / "systems" / n, kinds[n], configs[n])
+    return RunSystems(run_dir, info, kinds, configs, why)
 
 
-def pick(run_dir: Path, info: dict, usable: set[str], why: dict[str, str], quiet: bool = False) -> str:
+def pick(run: RunSystems, quiet: bool = False) -> str:
     """The best usable system of the run by the evaluation's ranking; of a sweep only its selected system
-    competes (validation chose θ; the test split does not choose again). ``why``: each system's reason it
-    cannot generate, for the error when none can."""
+    competes (validation chose θ; the test split does not choose again). A run that has not finished has no
+    ranking yet: one error line saying which systems can be named instead (``--system NAME``)."""
+    run_dir, info = run.run_dir, run.info
+    usable = set(run.usable)
+    name_one = f"name one with --system NAME (e.g. --system {sorted(usable)[0]})" if usable else ""
+    reasons = "; ".join(f"{n}: {w}" for n, w in run.why.items()) or "no systems/ yet"
+    unfinished = f"the run has not finished (no {RUN_MARKER} yet: still running, or interrupted)"
+    if not run.finished:
+        if not usable:
+            raise MultimsdError(
+                f"{run_dir}: {unfinished} and none of its systems has a model yet ({reasons}); wait for it, "
+                "or run its command again to continue it"
+            )
+        raise MultimsdError(
+            f"{run_dir}: {unfinished}, so it has no ranking to choose its best system by; {run.listing()}; "
+            f"{name_one}"
+        )
     if not usable:
-        reasons = "; ".join(f"{n}: {w}" for n, w in why.items())
         raise MultimsdError(f"{run_dir}: no system with a model to simplify with ({reasons})")
     sweep = info.get("sweep") or {}
     if sweep.get("selected"):
@@ -138,13 +241,11 @@ def pick(run_dir: Path, info: dict, usable: set[str], why: dict[str, str], quiet
     ).get("overall")
     if not ranking:
         raise MultimsdError(
-            f"{results}: no ranking (the run's evaluation did not finish); name one with --system"
+            f"{results}: no ranking (the run's evaluation did not finish); {run.listing()}; {name_one}"
         )
     placed = [p for p in ranking if p.get("system") in usable]
     if not placed:
-        raise MultimsdError(
-            f"{results}: none of {', '.join(sorted(usable))} is ranked; name one with --system"
-        )
+        raise MultimsdError(f"{results}: none of {', '.join(sorted(usable))} is ranked; {name_one}")
     first = next((p for p in placed if not p.get("flagged")), None)
     if first is None:
         first = placed[0]
@@ -158,7 +259,49 @@ def pick(run_dir: Path, info: dict, usable: set[str], why: dict[str, str], quiet
         log.info(
             "system: %s (best by the ranking of %s)", first["system"], ", ".join(p["system"] for p in placed)
         )
+        # a system the ranking puts higher that cannot generate now (its training runs again): said, not hidden
+        for p in ranking[: ranking.index(first)]:
+            name = p.get("system")
+            if name in run.why and run.why[name] and run.kinds.get(name) != "copy":
+                log.warning("%s ranks higher but cannot simplify: %s", name, run.why[name])
     return first["system"]
+
+
+def known_languages(cfg, shot_langs: Iterable[str] | None = None) -> list[str]:
+    """The languages a system was trained or prompted on: those of a k-shot system's examples
+    (``shot_langs``: they are all it can be prompted with), else its config's ``data.languages`` (a
+    :class:`TrainConfig` or a saved config)."""
+    from multimsd import LANGUAGES
+
+    if shot_langs is not None:
+        return sorted(shot_langs)
+    langs = getattr(getattr(cfg, "data", None), "languages", None) or []  # a saved config may lack the key
+    return [lang for lang in langs if lang in LANGUAGES]
+
+
+def check_languages(
+    name: str, cfg, shot_langs: Iterable[str] | None, langs: Iterable[str], any_lang: bool, anyway: str
+) -> str:
+    """Whether system ``name`` (its config ``cfg``, a k-shot system's example languages ``shot_langs``) knows
+    every language of ``langs``; checked before a model is loaded. One that it was not trained or prompted on is
+    an error naming those it knows, ending with ``anyway`` (how to go on: ``--any-lang``); with ``any_lang`` that
+    line is returned instead, for a warning. A k-shot system has no examples to prompt another language with:
+    an error even then. Returns "" when every language is known."""
+    shot_langs = None if shot_langs is None else list(shot_langs)
+    known = known_languages(cfg, shot_langs)
+    missing = sorted(set(langs) - set(known))
+    if not missing:
+        return ""
+    if shot_langs is not None:
+        raise MultimsdError(
+            f"system {name} is k-shot with examples in {', '.join(known) or 'no language'} only; "
+            f"none for {', '.join(missing)}"
+        )
+    how = "prompted in" if getattr(cfg, "mode", "train") == "icl" else "trained on"
+    line = f"system {name} was {how} {', '.join(known) or 'no language'} only, not {', '.join(missing)}"
+    if not any_lang:
+        raise MultimsdError(f"{line} ({anyway} to simplify anyway)")
+    return line
 
 
 def load(system: System):
@@ -280,13 +423,19 @@ __all__ = [
     "CONFIG_FILE",
     "RUN_MARKER",
     "SHOTS_FILE",
+    "STAGES_DIR",
+    "RunSystems",
     "System",
+    "check_languages",
+    "finished",
+    "is_run_dir",
     "joined",
+    "known_languages",
     "load",
     "pick",
     "read_json",
+    "read_run",
     "read_shots",
-    "run_systems",
     "saved_config",
     "simplify_sentences",
     "to_system",

@@ -434,3 +434,22 @@ def test_a_reported_interrupt_is_not_delivered_again(handlers, capsys):
     gc.collect()
     time.sleep(0.05)  # a second delivery would raise here (the handlers are still ours: a signal came)
     assert capsys.readouterr().err.strip() == "interrupted by SIGTERM; run the same command again"
+
+
+def test_a_server_asked_to_stop_says_it_stopped_with_status_0(handlers, capsys):
+    """Issue #49: a studio stopped by Ctrl-C or SIGTERM ended as it should; no advice to run it again, status 0,
+    and the interrupt, reported, is not delivered again."""
+    interrupts = handlers
+    with pytest.raises(SystemExit) as done, interrupts.installed():
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(1)
+        except interrupts.Interrupted as e:
+            interrupts.exit_stopped(e, "studio")
+    assert done.value.code == 0
+    del done
+    import gc
+
+    gc.collect()
+    time.sleep(0.05)  # a second delivery would raise here
+    assert capsys.readouterr().err.strip() == "studio: stopped (Ctrl-C)"

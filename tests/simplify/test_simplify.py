@@ -371,6 +371,7 @@ def test_export_loads_with_plain_transformers_and_decodes_as_simplify(tiny_run, 
     """multimsd export: a directory plain transformers loads; its generation_config and prompt give the greedy
     outputs multimsd simplify gives on the run's test sentences; --adapter-only, --force, a foreign DIR."""
     import torch
+    from huggingface_hub import ModelCard
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from multimsd.alignment.segment import segment_document
@@ -383,7 +384,10 @@ def test_export_loads_with_plain_transformers_and_decodes_as_simplify(tiny_run, 
     assert {"README.md", "multimsd_prompt.json", "multimsd_export.json"} <= names
     assert "adapter_config.json" not in names  # merged into its base
     card = (out / "README.md").read_text(encoding="utf-8")
-    assert card.startswith("---\nlanguage:\n- en\nlicense: null") and "base_model: tiny:llama" in card
+    meta = ModelCard(card).data.to_dict()  # huggingface_hub's own reading of the card
+    assert meta["language"] == ["en"] and "base_model" not in meta and "datasets" not in meta  # no Hub ids
+    assert "- Base model: `tiny:llama`, multimsd's randomly initialised model" in card
+    assert str(tiny_run) not in card.split("---")[1]  # no local path in the metadata
     assert "| en | " in card and " [" in card  # the run's test scores with their intervals
 
     refs = tiny_run / "systems" / "finetuned_theta1" / "predictions" / "test" / "references.jsonl"
@@ -462,8 +466,8 @@ def test_the_model_card_has_metadata_and_the_runs_scores_with_intervals():
     }
     card = model_card(cfg, {"test": {"sari": 40.0, "bleu": 8.0}}, evaluation)
     head = card.split("---")[1]
-    assert "language:\n- en\n- es\n" in head and "license: null" in head and "base_model: " in head
-    assert "datasets:\n- the multimsd bundled sample\n" in head and "metrics:\n- sari\n- bleu\n" in head
+    assert head.startswith("\nlanguage:\n- en\n- es\nbase_model: HuggingFaceTB/SmolLM2-135M-Instruct\n")
+    assert "datasets" not in head and "metrics:\n- sari\n- bleu\n" in head and "\n# license: " in head
     assert "| en | 40.00 [38.00, 42.00] | 8.20 | 28.60 [0.00, 57.10] |" in card
     assert "| es | 35.50 | 7.00 |  |" in card
     assert "| test | 40.00 | 8.00 |" in card and "| validation |" not in card  # no validation scores: no row

@@ -81,8 +81,8 @@ def test_a_view_of_your_own_gets_its_button_and_number_key(
     chromium_page,
 ):
     """``--plugin toyview`` (tests/studio/test_studio.py's toy view, order 25): its button is the 3rd, key 3 shows it,
-    its /api/info entry reaches its script; the outputs view (no test outputs here) keeps key 4, hidden, as does the
-    simplify view (no systems) key 5."""
+    its /api/info entry reaches its script; the outputs view (no test outputs here) keeps key 4, greyed with its
+    reason, as does the simplify view (no systems) key 5: pressing 4 says why in the status line."""
     root = tmp_path / "run"
     shutil.copytree(run_dir, root)
     server = studio_server(root, "--plugin", "toyview", "--toy-level", "7", env={"PYTHONPATH": str(toy_view)})
@@ -90,14 +90,15 @@ def test_a_view_of_your_own_gets_its_button_and_number_key(
     browser.goto(server.url)
     browser.wait("document.querySelectorAll('#items li').length === 4")
     buttons = browser.js(
-        "[...document.querySelectorAll('#views button')].map(b => [b.dataset.view, b.dataset.key, b.hidden])"
+        "[...document.querySelectorAll('#views button')]"
+        ".map(b => [b.dataset.view, b.dataset.key, b.hidden, b.classList.contains('unavailable')])"
     )
     assert buttons == [
-        ["align", "1", False],
-        ["theta", "2", False],
-        ["toy", "3", False],
-        ["review", "4", True],
-        ["simplify", "5", True],  # nor systems to simplify with
+        ["align", "1", False, False],
+        ["theta", "2", False, False],
+        ["toy", "3", False, False],
+        ["review", "4", False, True],
+        ["simplify", "5", False, True],  # nor systems to simplify with
     ]
     assert browser.js("$('view-toy').hidden") is True
     browser.key("3")
@@ -105,6 +106,8 @@ def test_a_view_of_your_own_gets_its_button_and_number_key(
     assert browser.js("$('view-toy').textContent") == "toy level 7"
     assert browser.js("$('view-align').hidden && $('keys-align').hidden") is True
     browser.assert_fully_visible("#keys-toy")
-    browser.key("4")  # the outputs view has nothing to show here: the key does nothing
+    browser.key("4")  # the outputs view has nothing to show here: the key says why, the view stays
+    browser.wait("$('status').textContent.startsWith('outputs: not available here: no system of this run')")
+    assert browser.js("location.hash") == "#toy"
     browser.key("1")
     browser.wait("location.hash === '' && !$('view-align').hidden && $('view-toy').hidden")

@@ -4,6 +4,7 @@ killed with SIGKILL after two acknowledged ratings, and bad input (one line, exi
 
 from __future__ import annotations
 
+import html
 import json
 import shutil
 import urllib.request
@@ -235,14 +236,23 @@ def test_a_run_without_predictions_has_no_outputs_view(run_dir, tmp_path):  # no
     assert s.states["review"] is None
     client = TestClient(create_app(s))
     info = client.get("/api/info").json()
+    why = "no system of this run has test outputs yet (systems/&lt;name&gt;/predictions/test)"
     assert info["review"] is None and info["views"][2] == {
         "name": "review",
         "title": "outputs",
         "key": "3",
         "available": False,
+        "why": html.unescape(why),
     }
-    assert '<button data-view="review" data-key="3" title="3" hidden>' in client.get("/").text
-    assert client.get("/api/review").status_code == 404
+    # the button stays, greyed, with the reason (issue #49: not silently hidden)
+    assert (
+        f'<button data-view="review" data-key="3" title="3: not available here: {why}" class="unavailable" '
+        f'aria-disabled="true" data-why="{why}">outputs</button>'
+    ) in client.get("/").text
+    for r in (client.get("/api/review"), client.post("/api/rate", json={})):  # its routes say why, in JSON
+        assert r.status_code == 404 and r.json() == {
+            "error": f"the outputs view is not available here: {html.unescape(why)}"
+        }
     assert client.get("/static/review.js").status_code == 200
     s.corpus.close()
 

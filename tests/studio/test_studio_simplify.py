@@ -152,8 +152,8 @@ def test_a_k_shot_system_is_prompted_with_the_examples_its_evaluation_drew(clien
     assert r.status_code == 200, r.text
     assert seen == [{"en": [tuple(p) for p in shots["en"]]}]
     r = c.post("/api/simplify", json={"text": "Nimm 5 mg.", "lang": "de", "system": "three_shot"})
-    assert (
-        r.status_code == 400 and r.json()["error"] == "system three_shot is k-shot with examples in en only"
+    assert r.status_code == 400 and r.json()["error"] == (
+        "system three_shot is k-shot with examples in en only; none for de"
     )
     s.corpus.close()
 

@@ -35,10 +35,14 @@
   const langSel = el("select", { id: "simplify-lang" });
   const sysSel = el("select", { id: "simplify-system" });
   const go = el("button", { id: "simplify-go", title: "Ctrl+Enter", textContent: "simplify" });
+  // a language the system was not trained or prompted on is refused unless this is ticked (then: a warning)
+  const anyLang = el("input", { type: "checkbox", id: "simplify-any-lang" });
   const legend = el("span", { className: "legend" }, el("span", { className: "novel" }, "novel word"), " ",
     el("span", { className: "term" }, "medical term"), " ", el("span", { className: "flagged" }, "flagged"));
   const tools = el("span", { id: "simplify-tools" },
-    el("label", {}, "language ", langSel), el("label", {}, "system ", sysSel), go, legend);
+    el("label", {}, "language ", langSel), el("label", {}, "system ", sysSel),
+    el("label", { title: "simplify a language the system was not trained on, with a warning" }, anyLang, " any language"),
+    go, legend);
   const text = el("textarea", {
     id: "simplify-text", spellcheck: false,
     placeholder: "Type or paste a paragraph, then Ctrl+Enter (or the simplify button).",
@@ -73,9 +77,11 @@
     busy = true; go.disabled = true;
     st.status(`simplifying with ${sysSel.value}…`);
     try {
-      const r = await st.api("/api/simplify", { text: text.value, lang: langSel.value, system: sysSel.value });
+      const r = await st.api("/api/simplify",
+        { text: text.value, lang: langSel.value, system: sysSel.value, any_lang: anyLang.checked });
       draw(r);
-      st.status(`simplified: ${r.flagged} of ${r.sentences.length} sentences flagged`);
+      st.status(`simplified: ${r.flagged} of ${r.sentences.length} sentences flagged` +
+        (r.warning ? ` · warning: ${r.warning}` : ""));
     } catch (e) { st.status(`not simplified: ${e.message}`); }
     busy = false; go.disabled = false;
   }
@@ -93,6 +99,7 @@
     main, footer, tools,
     init(info) {
       const v = info.simplify;
+      summary.textContent = v.note;  // e.g. a run that has not finished: why the system selected is selected
       langSel.replaceChildren(...v.languages.map((l) => new Option(l, l)));
       sysSel.replaceChildren(...v.systems.map((s) => {
         const o = new Option(s.usable ? s.name : `${s.name} (cannot simplify)`, s.name);

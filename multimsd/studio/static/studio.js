@@ -54,8 +54,10 @@ const studio = (() => {
   const status = (t) => { $("status").textContent = t; };
   const views = {};
   const button = (name) => $("views").querySelector(`[data-view="${CSS.escape(name)}"]`);
-  // A view is shown when its script registered it and the server did not hide its button (nothing to show).
-  const usable = (name) => Boolean(views[name] && button(name) && !button(name).hidden);
+  // A view is shown when its script registered it and the server has something for it to show; a button the
+  // server marked unavailable (data-why) stays in its place and says why when it is clicked or its key pressed.
+  const usable = (name) => Boolean(views[name] && button(name) && !button(name).hidden && !button(name).dataset.why);
+  const explain = (b) => status(`${b.textContent}: not available here: ${b.dataset.why}`);
   const first = () => [...$("views").children].map((b) => b.dataset.view).find(usable);
 
   const self = {
@@ -89,9 +91,14 @@ const studio = (() => {
     const view = views[self.current];  // the view sees its keys first (a digit may be a rating there)
     if (view && view.key && view.key(e)) { e.preventDefault(); return; }
     const b = /^[1-9]$/.test(e.key) && $("views").querySelector(`[data-key="${e.key}"]`);
+    if (b && b.dataset.why) { explain(b); e.preventDefault(); return; }
     if (b && usable(b.dataset.view)) { self.show(b.dataset.view); e.preventDefault(); }
   });
-  $("views").onclick = (e) => { if (e.target.dataset.view) self.show(e.target.dataset.view); };
+  $("views").onclick = (e) => {
+    const b = e.target.closest("button");
+    if (b && b.dataset.why) explain(b);
+    else if (b && b.dataset.view) self.show(b.dataset.view);
+  };
 
   // The views' scripts run before this event (they follow this one in the page): every view is registered.
   window.addEventListener("DOMContentLoaded", async () => {
