@@ -83,7 +83,11 @@ Errors in the input print one line and exit with status 2.
 STAGES = ("align", "train", "evaluate")
 STAGE_KEY = re.compile(rf"^(?P<op>\+{{0,2}}|~)(?P<stage>{'|'.join(STAGES)})\.(?P<rest>.+)$")
 SYSTEM_TRAIN_KEY = re.compile(r"^(?P<op>\+{0,2}|~)systems\.(?P<name>[\w-]+)\.train\.(?P<rest>.+)$")
-SYSTEM_FIELD = re.compile(r"^\+{0,2}systems\.(?P<name>[\w-]+)\.(?P<field>kind|label|enabled)=(?P<value>.*)$")
+SYSTEM_FIELD = re.compile(
+    r"^\+{0,2}systems\.(?P<name>[\w-]+)\.(?P<field>kind|label|enabled|start|objective)=(?P<value>.*)$"
+)
+# systems.x.train=[a=1,b=2]: the system's whole list of train overrides (replacing it, as Hydra would)
+SYSTEM_TRAIN_LIST = re.compile(r"^\+{0,2}systems\.(?P<name>[\w-]+)\.train=(?P<value>\[.*\])$")
 
 
 def route(overrides: list[str]) -> tuple[list[str], dict[str, list[str]], dict[str, dict]]:
@@ -100,9 +104,24 @@ def route(overrides: list[str]) -> tuple[list[str], dict[str, list[str]], dict[s
             per_system.setdefault(m["name"], {}).setdefault("train", []).append(m["op"] + m["rest"])
         elif m := SYSTEM_FIELD.match(o):
             per_system.setdefault(m["name"], {})[m["field"]] = m["value"].strip("'\"")
+        elif m := SYSTEM_TRAIN_LIST.match(o):
+            per_system.setdefault(m["name"], {})["train="] = override_list(o)
         else:
             own.append(o)
     return own, staged, per_system
+
+
+def override_list(override: str) -> list[str]:
+    """The list of ``systems.x.train=[a=1,'b=c d']`` as Hydra's override grammar reads it (quotes and all)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from multimsd.errors import MultimsdError
+
+    try:
+        value = OverridesParser.create().parse_override(override).value()
+    except Exception as e:  # noqa: BLE001  (Hydra's grammar errors: one line)
+        raise MultimsdError(f"{override}: not a list of overrides ({str(e).splitlines()[0]})") from None
+    return [str(v) for v in value]
 
 
 # Hydra's options that a run has no use for (it composes configs, it is not launched by Hydra): the stage
@@ -149,12 +168,14 @@ def run_config(overrides: list[str], user_dir: str | None) -> DictConfig:
                 known = ", ".join(cfg.systems)
                 raise MultimsdError(
                     f"systems.{name}: no such system in this run ({known}); "
-                    f"a new one needs systems.{name}.kind=train|icl|copy"
+                    f"a new one needs systems.{name}.kind=train|icl|copy|optimise|decode"
                 )
             cfg.systems[name] = SystemConfig()
         for field, value in fields.items():
             if field == "train":
                 value = [*cfg.systems[name].train, *value]
+            elif field == "train=":  # the whole list given: it replaces the preset's
+                field = "train"
             elif field == "enabled":
                 value = value.lower() not in ("false", "0", "no")
             cfg.systems[name][field] = value

@@ -136,3 +136,33 @@ def test_the_safe_preset_runs_end_to_end_and_reports_safety_against_sari(safe_ru
     assert "+ GRPO vs tiny random Llama + LoRA | en |" in report
     html = (safe_run / "report.html").read_text()
     assert html.count('stroke-dasharray="6 4"') >= 1  # the references' line in the chart
+
+
+@pytest.mark.integration
+def test_a_new_started_system_from_the_command_line(tmp_path):
+    """systems.NAME.start / .objective / .train=[…] add a system as systems.NAME.kind does (they were Hydra's
+    'dict is not a subclass of SystemConfig' error): a second DPO seed from the same start."""
+    from multimsd.pipeline.cli import run_config
+
+    cfg = run_config(
+        [
+            "debug=tiny",
+            "experiment=safe",
+            f"output.dir={tmp_path / 'r'}",
+            "systems.dpo_seed1.kind=optimise",
+            "systems.dpo_seed1.start=finetuned",
+            "systems.dpo_seed1.objective=dpo",
+            "systems.dpo_seed1.label='tiny + DPO, seed 1'",
+            "systems.dpo_seed1.train=['seed=1','dpo.beta=0.5']",
+            "systems.dpo.train=['dpo.samples=3']",  # an existing system's list: replaced, as Hydra would
+        ],
+        None,
+    )
+    stages = {s.name: s for s in plan(cfg, tmp_path / "r")}
+    seeded = stages["train/dpo_seed1"]
+    assert (seeded.config.mode, seeded.config.seed, seeded.config.dpo.beta) == ("dpo", 1, 0.5)
+    assert seeded.config.start == str(tmp_path / "r" / "systems" / "finetuned")
+    assert seeded.info["label"] == "tiny + DPO, seed 1"
+    assert stages["train/dpo"].config.dpo.samples == 3 and list(cfg.systems.dpo.train) == ["dpo.samples=3"]
+    with pytest.raises(MultimsdError, match="not a list of overrides"):
+        run_config(["debug=tiny", "systems.x.kind=copy", "systems.x.train=[a=1]"], None)
