@@ -4,8 +4,10 @@ Not a Hydra command: MODEL already holds the config (the run's, or the training'
 paths and a few options, and ``eval.*`` overrides of the decoding. Its error contract is the stage commands'
 (:func:`multimsd.commands.stage.run_stage`): a problem with MODEL, INPUT or an option is one ``error:`` line
 and exit 2, before the model is loaded and with no OUT written (so is a document in a language the system was
-not trained or prompted on, unless ``--any-lang``: then a warning); Ctrl-C / SIGTERM is one ``interrupted …``
-line saying how many documents are done (run the same command to continue).
+not trained or prompted on, unless ``--any-lang``: then a warning); the overrides (with a "did you mean"), a
+MODEL that is not there, --out and --terms are checked first, before torch or transformers is imported
+(:mod:`multimsd.simplify.checks`). Ctrl-C / SIGTERM is one ``interrupted …`` line saying how many documents
+are done (run the same command to continue).
 """
 
 from __future__ import annotations
@@ -44,11 +46,12 @@ source's medical terms), and one JSON record per document appended to OUT:
   --format FMT   also write OUT's documents side by side as OUT.md or OUT.html: novel words and terms
                  marked, flagged sentences highlighted with their reasons
   eval.KEY=VALUE the decoding's settings over the system's (eval.num_beams=4, eval.max_new_tokens=128,
-                 eval.max_batch_tokens=16384); other keys are refused
+                 eval.max_batch_tokens=16384); other keys, and values of the wrong type, are refused
+                 with the closest key, before anything is loaded
 
 Example:
   multimsd simplify outputs/run leaflets.jsonl --out simplified.jsonl
-Errors in the input print one line and exit with status 2.
+Errors in the arguments or the input print one line and exit with status 2.
 """
 
 
@@ -72,27 +75,48 @@ def main(argv: list[str] | None = None) -> None:
     """``multimsd simplify …`` (``argv``: the arguments after ``simplify``; default ``sys.argv[1:]``)."""
     from multimsd.commands.stage import path_command
 
-    path_command(list(sys.argv[1:] if argv is None else argv), USAGE, parse, go)
+    path_command(list(sys.argv[1:] if argv is None else argv), USAGE, checked, go)
+
+
+def checked(argv: list[str]) -> argparse.Namespace:
+    """The parsed arguments, checked as far as they can be without reading INPUT or MODEL (the overrides, that
+    MODEL is there, --out, --terms): a problem is one error line, exit 2, before torch or transformers is
+    imported (:mod:`multimsd.simplify.checks`)."""
+    from multimsd.simplify.checks import before_work
+
+    args = parse(argv)
+    before_work(check_arguments, args)
+    return args
+
+
+def check_arguments(args: argparse.Namespace) -> None:
+    from pathlib import Path
+
+    from multimsd.errors import MultimsdError
+    from multimsd.simplify.checks import check_model, check_overrides
+
+    check_overrides(args.overrides)
+    check_model(args.model)
+    out = Path(args.out).expanduser()
+    if out.is_dir():
+        raise MultimsdError(f"--out {out}: a directory; name a file (e.g. {out / 'simplified.jsonl'})")
+    if args.input != "-" and out.resolve() == Path(args.input).expanduser().resolve():
+        raise MultimsdError(f"--out {out}: that is INPUT")
+    if args.terms not in (None, "none") and not Path(args.terms).expanduser().is_dir():
+        raise MultimsdError(f"--terms {args.terms}: not a directory")
 
 
 def go(args: argparse.Namespace):
     import logging
     from pathlib import Path
 
-    from multimsd.errors import MultimsdError
     from multimsd.simplify.documents import Input
     from multimsd.simplify.run import simplify
     from multimsd.simplify.source import resolve
     from multimsd.training.system import check_languages
 
     out = Path(args.out).expanduser()
-    if out.is_dir():
-        raise MultimsdError(f"--out {out}: a directory; name a file (e.g. {out / 'simplified.jsonl'})")
-    if args.input != "-" and out.resolve() == Path(args.input).expanduser().resolve():
-        raise MultimsdError(f"--out {out}: that is INPUT")
     terms_dir = None if args.terms in (None, "none") else args.terms
-    if terms_dir is not None and not Path(terms_dir).expanduser().is_dir():
-        raise MultimsdError(f"--terms {terms_dir}: not a directory")
     terms = None if args.terms == "none" else dictionaries(terms_dir)
     with Input(args.input, args.lang) as inp:
         ids = inp.check()  # every record read and checked before the model is loaded

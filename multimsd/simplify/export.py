@@ -1,5 +1,5 @@
-"""``multimsd export MODEL --to DIR [--system NAME] [--adapter-only]``: a trained system as a standard 🤗 model
-directory.
+"""``multimsd export MODEL --to DIR [--system NAME] [--adapter-only] [eval.KEY=VALUE ...]``: a trained system as a
+standard 🤗 model directory.
 
 MODEL is what ``multimsd simplify`` takes (:mod:`multimsd.simplify.source`): a run directory (its best system
 with a model, or ``--system NAME``) or a training output directory. DIR gets what plain ``transformers``
@@ -10,7 +10,7 @@ loads (``AutoModelFor….from_pretrained(DIR)``) and what vLLM, TGI and llama.cp
   for peft), its base named in it;
 * the tokenizer;
 * ``generation_config.json``: the settings the evaluation decoded with (the model kind's
-  ``generation_settings``: beams, the length cap);
+  ``generation_settings``: beams, the length cap), ``eval.*`` overrides over them;
 * for a chat model, ``multimsd_prompt.json``: the instruction per language and how the user turn is built;
 * ``README.md``, a model card: YAML metadata (languages, metrics, and the base model and data as Hub ids where
   they have one: :func:`multimsd.training.hub.card_metadata`; ``license`` left to you), the training's scores
@@ -18,7 +18,9 @@ loads (``AutoModelFor….from_pretrained(DIR)``) and what vLLM, TGI and llama.cp
 
 The directory is written aside and renamed into place (:func:`multimsd.fsutil.atomic_directory`): an
 interrupted export leaves nothing, and DIR must not exist yet, or be an earlier export (``--force``); a DIR
-that cannot be written is refused before the model is loaded.
+that cannot be written is refused before the model is loaded, and so are a MODEL that is not there and an
+override that is not a decoding setting's, before torch or transformers is imported
+(:mod:`multimsd.simplify.checks`).
 ``hub.push`` of a training uploads the same files (:func:`multimsd.training.hub.prepare_upload`).
 """
 
@@ -33,7 +35,7 @@ from pathlib import Path
 log = logging.getLogger("multimsd.export")
 
 USAGE = """\
-usage: multimsd export MODEL --to DIR [--system NAME] [--adapter-only] [--force]
+usage: multimsd export MODEL --to DIR [--system NAME] [--adapter-only] [--force] [eval.KEY=VALUE ...]
 
 Writes a trained system as a standard 🤗 model directory: safetensors weights (a LoRA adapter merged into its
 base), tokenizer, generation_config.json with the evaluation's decoding settings, the prompt of a chat model
@@ -48,6 +50,8 @@ names the base model and the data by Hub id, or leaves them out where they have 
                   interrupted) has no best yet: name one whose training finished (the error line lists them)
   --adapter-only  a LoRA system's adapter alone (for peft), not merged into its base
   --force         replace DIR when it is an earlier export
+  eval.KEY=VALUE  the decoding settings written to generation_config.json, over the system's
+                  (eval.num_beams=4, eval.max_new_tokens=128); other keys are refused
 
 Example:
   multimsd export outputs/run --to simplifier
@@ -66,7 +70,19 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--system")
     p.add_argument("--adapter-only", action="store_true")
     p.add_argument("--force", action="store_true")
-    return p.parse_args(argv)
+    p.add_argument("overrides", nargs="*")
+    return p.parse_intermixed_args(argv)
+
+
+def checked(argv: list[str]) -> argparse.Namespace:
+    """The parsed arguments with their overrides and MODEL checked: one error line, exit 2, before torch or
+    transformers is imported (:mod:`multimsd.simplify.checks`)."""
+    from multimsd.simplify.checks import before_work, check_model, check_overrides
+
+    args = parse(argv)
+    before_work(check_overrides, args.overrides)
+    before_work(check_model, args.model)
+    return args
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -76,8 +92,8 @@ def main(argv: list[str] | None = None) -> None:
     path_command(
         list(sys.argv[1:] if argv is None else argv),
         USAGE,
-        parse,
-        lambda args: export(args.model, args.to, args.system, args.adapter_only, args.force),
+        checked,
+        lambda args: export(args.model, args.to, args.system, args.adapter_only, args.force, args.overrides),
     )
 
 
@@ -105,9 +121,15 @@ def run_scores(model: Path, system: str) -> dict | None:
 
 
 def export(
-    model: str, to: str, system: str | None = None, adapter_only: bool = False, force: bool = False
+    model: str,
+    to: str,
+    system: str | None = None,
+    adapter_only: bool = False,
+    force: bool = False,
+    overrides: list[str] | None = None,
 ) -> Path:
-    """Write the system of ``model`` into ``to`` (see the module's docstring); returns ``to``."""
+    """Write the system of ``model`` into ``to`` (see the module's docstring), its decoding settings with the
+    ``eval.*`` ``overrides``; returns ``to``."""
     from multimsd import interrupts
     from multimsd.errors import MultimsdError
     from multimsd.fsutil import atomic_directory
@@ -116,7 +138,7 @@ def export(
 
     target = Path(to).expanduser().resolve()
     check_target(target, force)
-    source = resolve(model, system)
+    source = resolve(model, system, overrides)
     cfg = source.config
     if source.weights is None:
         raise MultimsdError(
@@ -135,6 +157,8 @@ def export(
         prepare_upload(cfg, source.weights, results, tmp, scores)
         (tmp / "multimsd_results.json").unlink(missing_ok=True)  # the card has the numbers; this is ours
         record = {"system": source.name, "source": str(source.path), "merged": not adapter_only}
+        if overrides:
+            record["overrides"] = list(overrides)
         (tmp / MARKER).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     print(f"exported {source.name} to {target}")
     return target

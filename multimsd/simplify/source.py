@@ -20,7 +20,9 @@ MODEL is
   :class:`~multimsd.training.config.TrainConfig`'s defaults (``eval.*`` then the defaults);
 * a plain model, prompted 0-shot with the project's instruction (:func:`zero_shot_config`).
 
-``key=value`` overrides (``eval.*`` only) are merged into the config, OmegaConf's dotlist rules.
+``key=value`` overrides (``eval.*`` only, checked by :func:`~multimsd.simplify.checks.check_overrides`) are
+merged into the config, OmegaConf's dotlist rules. A MODEL that is not there is one line before anything else
+(:func:`~multimsd.simplify.checks.check_model`).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from multimsd.errors import MultimsdError
+from multimsd.simplify.checks import check_model, check_overrides
 from multimsd.training.config import TrainConfig
 from multimsd.training.hub import PROMPT_FILE
 from multimsd.training.system import (
@@ -55,7 +58,10 @@ TRAIN_MARKER = "train_config.json"
 
 def resolve(model: str, system: str | None = None, overrides: list[str] | None = None) -> Source:
     """MODEL (a run directory, a training output directory or a model) → its :class:`Source`; one error line
-    when it is none of them, has no system with a model, or ``system`` is not one of its systems."""
+    when it is none of them, has no system with a model, or ``system`` is not one of its systems; the overrides
+    and that MODEL is there are checked first (:mod:`multimsd.simplify.checks`)."""
+    check_overrides(overrides or [])
+    check_model(model)
     path = Path(model).expanduser().resolve()
     if path.is_dir() and is_run_dir(path):
         name, cfg, sys_dir = from_run(path, system)
@@ -177,13 +183,11 @@ def zero_shot_config(model: str):
 # ------------------------------------------------------------------------------------------- overrides
 def with_overrides(cfg, overrides: list[str]) -> TrainConfig:
     """``cfg`` (a composed DictConfig, or a plain one) with the ``eval.*`` overrides merged, as a checked
-    :class:`TrainConfig`; any other key, or a bad value, is one error line."""
+    :class:`TrainConfig`; any other key, or a bad value, is one error line
+    (:func:`~multimsd.simplify.checks.check_overrides`)."""
     from multimsd.training.loop import to_train_config
 
-    for o in overrides:
-        key = o.split("=", 1)[0]
-        if "=" not in o or not key.startswith("eval.") or key == "eval.":
-            raise MultimsdError(f"{o}: only eval.KEY=VALUE overrides apply here (e.g. eval.num_beams=4)")
+    check_overrides(overrides)
     try:
         merged = OmegaConf.merge(cfg, OmegaConf.from_dotlist(overrides))
     except OmegaConfBaseException as e:

@@ -84,9 +84,9 @@ def test_bad_input_is_one_line_exit_2_and_no_out(tmp_path, capsys, case):
     (tmp_path / "in.jsonl").write_bytes(data)
     out = tmp_path / "o" / "out.jsonl"
     lang = [] if case == "no lang" else ["--lang", "en"]
-    # MODEL is not looked at: INPUT is checked first, before anything heavier
+    # MODEL (an empty directory: not a run) is not read: INPUT is checked first, before anything heavier
     with pytest.raises(SystemExit) as e:
-        cli.main([str(tmp_path / "nowhere"), str(tmp_path / "in.jsonl"), "--out", str(out), *lang])
+        cli.main([str(tmp_path), str(tmp_path / "in.jsonl"), "--out", str(out), *lang])
     err = capsys.readouterr().err.strip().splitlines()
     assert e.value.code == 2
     assert len(err) == 1 and err[0].startswith("error: ") and message in err[0], err
@@ -118,7 +118,9 @@ def test_model_that_is_neither_a_run_nor_a_training_dir_nor_a_model(tmp_path, mo
         resolve(str(tmp_path / "none"))
     with pytest.raises(MultimsdError, match="not a run directory .* nor a model that can be loaded here"):
         resolve(str(tmp_path))  # an empty directory
-    with pytest.raises(MultimsdError, match="nor a model that can be loaded here"):
+    with pytest.raises(
+        MultimsdError, match="neither a local directory nor in the Hugging Face cache, and HF_HUB"
+    ):
         resolve("no-such-org/no-such-model")  # not in the cache, the Hub off
     with pytest.raises(MultimsdError, match="--system x: MODEL tiny:llama is not a run directory"):
         resolve("tiny:llama", "x")
