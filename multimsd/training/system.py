@@ -352,7 +352,16 @@ def simplify_sentences(
         )
     rows = [{"complex": s, "lang": lang} for lang, ss in docs for s in ss]
     outputs = (
-        generate(system.config, model, tokenizer, rows, accelerator, final=True, shots=system.shots or {})
+        generate(
+            system.config,
+            model,
+            tokenizer,
+            rows,
+            accelerator,
+            final=True,
+            shots=system.shots or {},
+            desc="simplifying",
+        )
         if rows
         else []
     )
