@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTHON ?= python3
 
-.PHONY: setup system-deps slurm-deps sweep-extra llama-convert check test test-e2e test-slurm test-package test-all demo gold lint format bench wheel wheelhouse docs clean
+.PHONY: setup system-deps slurm-deps sweep-extra llama-convert check test test-e2e test-slurm test-package test-all mutation demo gold lint format bench wheel wheelhouse docs clean
 
 $(VENV)/.installed: pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -68,6 +68,14 @@ test-package: setup  ## build sdist + wheel, install the wheel into a fresh virt
 test-all: setup  ## including slow tests
 	$(PY) -m pytest -m "not gpu"
 
+# make mutation [MUTANTS='multimsd.split.*'] [JOBS=1]: mutmut over the modules of [tool.mutmut] in pyproject.toml,
+# each mutant against the tests that reach it; MUTANTS names some mutants (a glob), JOBS caps the workers (default:
+# one per core). Results stay in mutants/: .venv/bin/mutmut results | show NAME | browse.
+MUTANTS ?=
+JOBS ?=
+mutation: setup  ## mutation testing of split, SARI, the safety checks, the loss and the bootstrap (mutmut; long)
+	$(VENV)/bin/mutmut run $(if $(JOBS),--max-children $(JOBS)) $(foreach m,$(MUTANTS),'$(m)')
+
 demo: setup  ## the whole pipeline offline on the bundled sample: align -> train -> evaluate -> report
 	$(VENV)/bin/multimsd run  # = output.dir=outputs/run; a re-run skips the stages whose config is unchanged
 
@@ -101,4 +109,4 @@ docs: $(VENV)/.docs-installed  ## the documentation site, offline, into site/ (s
 	NO_MKDOCS_2_WARNING=1 HF_HUB_OFFLINE=1 $(PY) -m mkdocs build --strict
 
 clean:
-	rm -rf outputs multirun .pytest_cache .ruff_cache site wheelhouse
+	rm -rf outputs multirun .pytest_cache .ruff_cache site wheelhouse mutants

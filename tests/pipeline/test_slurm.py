@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from helpers.tables import rows_by
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "slurm-local.sh"
@@ -218,13 +219,13 @@ def test_align_sweep_shares_one_cache(cluster, tmp_path):
     assert sorted(states.values()) == ["COMPLETED"] * 3, states
 
 
-def _summary_rows(sweep: Path) -> dict[int, list[str]]:
-    """summary.md's rows by job number: [job, overrides, SARI, BLEU, mean, mark, SLURM job, state, reason]."""
-    rows = {}
-    for line in (sweep / "summary.md").read_text().splitlines()[2:]:
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        rows[int(cells[0])] = cells
-    return rows
+MARK = ""  # summary.md's column of the marks (**best**, failed) has no header
+
+
+def _summary_rows(sweep: Path) -> dict[int, dict[str, str]]:
+    """summary.md's rows by job number, each by column header (job, overrides, val SARI, val BLEU, mean, the
+    mark, SLURM job, state, reason)."""
+    return rows_by((sweep / "summary.md").read_text(), "job", convert=int)
 
 
 def _pairs_jsonl(path: Path) -> Path:
@@ -263,9 +264,9 @@ def test_failed_job_is_reported_the_others_kept_and_a_rerun_submits_only_it(clus
     results = tmp_path / "j1" / "all_results.json"
     assert results.exists()
     rows = _summary_rows(sweep)
-    assert rows[0][5] == "failed" and rows[0][6] == failed and rows[0][7] == "FAILED"
-    assert f"training data not found: {missing}" in rows[0][8]
-    assert rows[1][6] == finished and rows[1][7] == "COMPLETED" and rows[1][4] != "-"
+    assert rows[0][MARK] == "failed" and rows[0]["SLURM job"] == failed and rows[0]["state"] == "FAILED"
+    assert f"training data not found: {missing}" in rows[0]["reason"]
+    assert rows[1]["SLURM job"] == finished and rows[1]["state"] == "COMPLETED" and rows[1]["mean"] != "-"
 
     # The data appears; the same sweep again: only job 0 is submitted (job 1's results stay untouched).
     _pairs_jsonl(missing)
@@ -277,9 +278,10 @@ def test_failed_job_is_reported_the_others_kept_and_a_rerun_submits_only_it(clus
     assert results.stat().st_mtime_ns == mtime
     assert (tmp_path / "j0" / "all_results.json").exists()
     rows = _summary_rows(sweep)
-    assert rows[0][6] == next(iter(new)) and rows[0][7] == "COMPLETED" and rows[0][8] == ""
-    assert rows[1][6] == finished and rows[1][7] == "COMPLETED (earlier run)"
-    assert "**best**" in (rows[0][5], rows[1][5])
+    assert rows[0]["SLURM job"] == next(iter(new)) and rows[0]["state"] == "COMPLETED"
+    assert rows[0]["reason"] == ""
+    assert rows[1]["SLURM job"] == finished and rows[1]["state"] == "COMPLETED (earlier run)"
+    assert "**best**" in (rows[0][MARK], rows[1][MARK])
 
 
 def test_cancelled_job_is_reported_without_hanging(cluster, tmp_path):
@@ -322,7 +324,7 @@ def test_cancelled_job_is_reported_without_hanging(cluster, tmp_path):
     err = err.decode(errors="replace")
     assert f"Job {job} " in err and "CANCELLED" in err, err[-3000:]
     [row] = _summary_rows(tmp_path / "sweep").values()
-    assert row[5] == "failed" and row[6] == job and row[7].startswith("CANCELLED"), row
+    assert row[MARK] == "failed" and row["SLURM job"] == job and row["state"].startswith("CANCELLED"), row
 
 
 # Optimizer steps of the time-limit job: more than it can do before its 1-minute limit (about 45 s of work: 324
@@ -355,7 +357,7 @@ def test_job_over_its_time_limit_is_reported_and_a_rerun_resumes_it(cluster, tmp
     # a wait for ever; submitit's message does not name the job id, the launcher's line and the summary do.
     assert "timed-out too many times" in proc.stderr, proc.stderr[-3000:]
     [row] = _summary_rows(tmp_path / "sweep").values()
-    assert row[5] == "failed" and row[6] == job and "timed-out" in row[8], row
+    assert row[MARK] == "failed" and row["SLURM job"] == job and "timed-out" in row["reason"], row
     assert f"job #0 (SLURM job {job}, " in proc.stdout + proc.stderr
     assert not (tmp_path / "run" / "all_results.json").exists()
     assert took < 240, took
@@ -370,7 +372,7 @@ def test_job_over_its_time_limit_is_reported_and_a_rerun_resumes_it(cluster, tmp
     assert results["resumed_from"] and int(results["resumed_from"].rsplit("_", 1)[1]) == done_before
     assert max(h.get("step", 0) for h in results["history"]) == TIMEOUT_JOB_STEPS
     [row] = _summary_rows(tmp_path / "sweep").values()
-    assert row[7] == "COMPLETED" and row[6] != job
+    assert row["state"] == "COMPLETED" and row["SLURM job"] != job
 
 
 def test_one_job_several_processes_under_accelerate_launch(cluster, tmp_path):

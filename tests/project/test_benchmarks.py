@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from helpers.tables import markdown_table, rows_by
 
 ROOT = Path(__file__).resolve().parents[2]
 spec = importlib.util.spec_from_file_location("gpu_bench", ROOT / "benchmarks" / "gpu_bench.py")
@@ -147,15 +148,16 @@ def test_gpu_bench_runs_on_cpu(tmp_path):
     table = run_bench("--models", "llama", "--languages", langs, "--out", str(out), cwd=tmp_path)
     assert out.read_text().strip() == table.strip()
     assert "commit " in table and "torch " in table and "transformers " in table and "wall time:" in table
-    rows = {line.split("|")[1].strip(): line for line in table.splitlines() if line.startswith("| tiny")}
-    train = next(line for k, line in rows.items() if "training tokens/s, batch 2 × 2" in k)
-    assert train.rstrip(" |").endswith("×")  # a ratio: the first-step losses agreed
-    first = next(line for k, line in rows.items() if "first-step loss" in k)
-    assert first.split("|")[2].strip() == first.split("|")[3].strip()  # same batches, same weights: equal
+    rows = rows_by(table, "measurement")  # by the first column: each row by column header
+    train = next(row for k, row in rows.items() if "training tokens/s, batch 2 × 2" in k)
+    assert train["ratio"].endswith("×")  # a ratio: the first-step losses agreed
+    first = next(row for k, row in rows.items() if "first-step loss" in k)
+    # same batches, same weights: equal
+    assert first["multimsd"] == first["reference"] and first["ratio"] == "equal", first
     assert any("ours, batch 4 × 1" in k for k in rows)  # 32 × 1 on a GPU: the same examples a step
     assert any("ours, data.packing=true" in k for k in rows)
     assert any("one checkpoint" in k for k in rows)
-    decode = next(line for k, line in rows.items() if "decoding new tokens/s, ours, default" in k)
+    decode = next(k for k in rows if "decoding new tokens/s, ours, default" in k)
     n = decode.split("outputs equal to plain: ")[1].split(")")[0]
     assert n == "8/8"  # float32 tiny model, greedy: our batching decodes the plain path's tokens
 
@@ -188,13 +190,13 @@ def test_gpu_bench_qlora_rows_on_cpu(tmp_path):
     pytest.importorskip("bitsandbytes", reason="the qlora extra")
     out = tmp_path / "bench.md"
     table = run_bench("--models", "qlora", "--repeats", "1", "--out", str(out), cwd=tmp_path)
-    rows = [line for line in table.splitlines() if line.startswith("| tiny")]
-    assert [r.split("|")[1].strip() for r in rows] == [
+    rows = markdown_table(table, column="measurement")
+    assert [r["measurement"] for r in rows] == [
         "tiny:llama + LoRA on a 4-bit NF4 base (QLoRA) training tokens/s, batch 2 × 2 (best of 1)",
         "tiny:llama + LoRA on a 4-bit NF4 base (QLoRA) first-step loss",
         "tiny:llama + LoRA on a 4-bit NF4 base (QLoRA) peak RSS of the process (GiB)",
     ]
-    assert rows[0].rstrip(" |").endswith("×") and "equal" in rows[1]
+    assert rows[0]["ratio"].endswith("×") and rows[1]["ratio"] == "equal", rows
     procs = [p["what"] for p in json.loads(out.with_suffix(".json").read_text())["processes"]]
     assert procs == ["train-ours", "train-trainer"]  # no decoding, packing or checkpoint rows
 
@@ -205,9 +207,9 @@ def test_gpu_bench_profile_on_cpu(tmp_path):
     assert "| llama ours | 2 | n/a (CPU) |" in table and "| llama trainer | 2 | n/a (CPU) |" in table
     for side in ("ours", "trainer"):
         section = table.split(f"### llama, {side}: top {gb.TOP} CPU ops (self time) per step")[1]
-        ops = [ln for ln in section.split("###")[0].splitlines() if ln.startswith("| `")]
-        assert len(ops) == gb.TOP
-        ms = [float(ln.rstrip(" |").split("|")[-1]) for ln in ops]
+        ops = markdown_table(section.split("###")[0], column="ms / step")
+        assert len(ops) == gb.TOP and all(op["name"].startswith("`") for op in ops)
+        ms = [float(op["ms / step"]) for op in ops]
         assert ms == sorted(ms, reverse=True)
 
 

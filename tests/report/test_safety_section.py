@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from helpers.tables import table_rows
+
 from multimsd.render.blocks import Chart, Paragraph, Table
 from multimsd.render.charts import Series, line_chart
 from multimsd.report.load import Run, SystemInfo
@@ -86,12 +88,14 @@ def test_the_chart_plots_sari_against_the_flag_rate_with_both_intervals_and_the_
 def test_the_optimised_system_is_tested_against_its_start_and_the_target_judged():
     section = safety_section(make_run(MET))
     table = next(b for b in section.blocks if isinstance(b, Table))
-    (row,) = table.rows
-    cells = [c.text for c in row]
-    assert cells[:2] == ["SmolLM2 + LoRA + DPO vs SmolLM2 + LoRA", "es"]
-    assert cells[2:4] == ["30.00", "29.50"] and cells[6:8] == ["24.00", "10.00"]
-    assert row[4].ci == "[-1.50, 0.50]" and row[8].ci == "[-18.00, -10.00]"
-    assert cells[-1] == "met" and row[-1].bold
+    (row,) = table_rows(table)
+    text = {column: cell.text for column, cell in row.items()}
+    assert (text["system vs its start"], text["lang"]) == ("SmolLM2 + LoRA + DPO vs SmolLM2 + LoRA", "es")
+    assert (text["SARI start"], text["SARI"]) == ("30.00", "29.50")
+    assert (text["flags % start"], text["flags %"]) == ("24.00", "10.00")
+    assert (text["p"], text["p [2]"]) == ("0.400", "0.002")  # SARI's, then the flags'
+    assert row["SARI Δ [CI]"].ci == "[-1.50, 0.50]" and row["flags Δ [CI]"].ci == "[-18.00, -10.00]"
+    assert text["target"] == "met" and row["target"].bold
     text = " ".join(b.text for b in section.blocks if isinstance(b, Paragraph))
     assert "180 preference pairs from 256 training sources (40 with the reference" in text
     assert "safety_gate 25 %, guardrails 50 %" in text

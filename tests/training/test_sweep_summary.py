@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers.tables import rows_by
 
 from multimsd.training.sweep import read_jobs, summary_table
+
+MARK = ""  # the column of the marks (**best**, failed) has no header
 
 
 def job(num, theta, mean, status="COMPLETED"):
@@ -14,12 +17,9 @@ def job(num, theta, mean, status="COMPLETED"):
     return {"job": num, "overrides": [f"loss.theta={theta}"], "status": status, "validation": v}
 
 
-def rows(table: str) -> dict[int, list[str]]:
-    out = {}
-    for line in table.splitlines()[2:]:
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        out[int(cells[0])] = cells
-    return out
+def rows(table: str) -> dict[int, dict[str, str]]:
+    """The table's rows by job number, each by column header."""
+    return rows_by(table, "job", convert=int)
 
 
 def test_read_jobs_keeps_the_latest_line_of_each_job(tmp_path):
@@ -43,17 +43,21 @@ def test_summary_lists_failed_jobs_with_id_state_and_reason():
     }  # fmt: skip
     r = rows(summary_table([*jobs, job(3, 8, 32.0)], records))
     assert sorted(r) == [0, 1, 2, 3]
-    assert r[1][5] == "failed" and r[1][6:] == ["12", "CANCELLED by 0", records["1"]["reason"]]
-    assert r[2][5] == "failed" and r[2][8] == "error: out of memory"
+    slurm = ("SLURM job", "state", "reason")
+    assert r[1][MARK] == "failed"
+    assert [r[1][c] for c in slurm] == ["12", "CANCELLED by 0", records["1"]["reason"]]
+    assert r[2][MARK] == "failed" and r[2]["reason"] == "error: out of memory"
     # the best is chosen among the finished jobs only (job 2 scored higher but failed)
-    assert r[3][5] == "**best**" and r[3][7] == "COMPLETED (earlier run)"
-    assert r[0][5] == "" and r[0][6] == "11"
+    assert r[3][MARK] == "**best**" and r[3]["state"] == "COMPLETED (earlier run)"
+    assert r[0][MARK] == "" and r[0]["SLURM job"] == "11"
+    scores = ("overrides", "val SARI", "val BLEU", "mean")
+    assert [r[0][c] for c in scores] == ["loss.theta=1", "31.00", "29.00", "30.00"]
 
 
 def test_summary_without_launcher_records_has_no_slurm_columns():
     table = summary_table([job(0, 1, 30.0), job(1, 2, 31.0)])
     assert "SLURM job" not in table.splitlines()[0]
-    assert rows(table)[1][5] == "**best**"
+    assert rows(table)[1][MARK] == "**best**" and rows(table)[0][MARK] == ""
 
 
 def test_failure_reason_is_the_jobs_own_error_line():
