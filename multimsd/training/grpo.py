@@ -43,7 +43,7 @@ import shutil
 from dataclasses import asdict
 from pathlib import Path
 
-from multimsd.console import say
+from multimsd.console import bars_shown, progress_bar, say
 from multimsd.errors import MultimsdError
 from multimsd.fsutil import write_text_atomic
 from multimsd.training import checks
@@ -143,6 +143,41 @@ def progress_callback(progress: Progress):
             progress.phase = "step"
 
     return FollowSteps()
+
+
+def step_lines():
+    """Off a terminal, a TrainerCallback giving GRPO's steps the lines of every loop of ours
+    (:func:`multimsd.console.progress_bar`): a status line every 20 s (steps done of all, rate, time left, the
+    last step's reward and KL) and one at the end, on the local main process."""
+    from transformers import TrainerCallback
+
+    class StepLines(TrainerCallback):
+        bar = None
+
+        def on_train_begin(self, args, state, control, **kw):
+            self.bar = progress_bar(
+                total=state.max_steps,
+                initial=state.global_step,
+                desc="grpo",
+                unit="step",
+                disable=not state.is_local_process_zero,
+            )
+
+        def on_log(self, args, state, control, logs=None, **kw):
+            if self.bar is not None and logs and "reward" in logs:
+                self.bar.set_postfix(
+                    reward=f"{float(logs['reward']):.3f}", kl=f"{float(logs.get('kl', 0)):.4f}"
+                )
+
+        def on_step_end(self, args, state, control, **kw):
+            if self.bar is not None:
+                self.bar.update(1)
+
+        def on_train_end(self, args, state, control, **kw):
+            if self.bar is not None:
+                self.bar.close()
+
+    return StepLines()
 
 
 # ---------------------------------------------------------------------------------------------- 3. prompts
@@ -247,6 +282,8 @@ def grpo_args(cfg, accelerator, folder: Path):
         ddp_find_unused_parameters=False,  # every trainable (LoRA) parameter takes part in each forward
         logging_strategy="steps",
         logging_steps=1,  # every step in the history: each reward's curve
+        # TRL's bar on a terminal; off one, our lines (step_lines) instead of \r redraws and a dict a step
+        disable_tqdm=not bars_shown(),
         save_strategy=every.get("save_strategy", "epoch"),
         save_steps=every.get("save_steps", 500),
         save_total_limit=2,  # as the training loop keeps 2
@@ -270,6 +307,11 @@ def build_trainer(s, rows: list[dict], folder: Path):
         processing_class=s.tokenizer,
         callbacks=[progress_callback(s.progress)],
     )
+    if not bars_shown():
+        from transformers.trainer_callback import PrinterCallback
+
+        trainer.remove_callback(PrinterCallback)  # it prints each step's whole dict of logs
+        trainer.add_callback(step_lines())
     model = trainer.accelerator.unwrap_model(trainer.model)
     ref = [p for n, p in model.named_parameters() if ".ref." in n]
     # TRL falls back to the base model with adapters disabled in a few setups: the KL would then be to the

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import subprocess
 import sys
 
@@ -81,7 +82,9 @@ def start_adapter(tmp_path) -> dict:
 
 @pytest.mark.integration
 @needs_trl
-def test_two_grpo_steps_change_only_the_adapter_against_the_start(tmp_path, monkeypatch):
+def test_two_grpo_steps_change_only_the_adapter_against_the_start(tmp_path, monkeypatch, caplog, capsys):
+    import logging
+
     from peft.utils import load_peft_weights
 
     from multimsd.training import grpo
@@ -112,7 +115,15 @@ def test_two_grpo_steps_change_only_the_adapter_against_the_start(tmp_path, monk
 
     monkeypatch.setattr(grpo, "build_trainer", keep)
     monkeypatch.setattr(grpo, "finish", trained)
-    res = grpo.run_grpo(s)
+    with caplog.at_level(logging.INFO, logger="multimsd"):
+        res = grpo.run_grpo(s)
+    # off a terminal (stderr captured): our line for the steps, not TRL's bar or a dict of logs a step
+    assert any(
+        re.fullmatch(r"grpo: 2 steps in [\d.]+ s, reward [\d.-]+, kl [\d.-]+", r.getMessage())
+        for r in caplog.records
+    )
+    printed = capsys.readouterr()
+    assert "{'loss'" not in printed.out + printed.err
 
     # the KL's reference is a frozen copy of the start adapter, exactly
     start = start_adapter(tmp_path)
