@@ -187,7 +187,7 @@ def test_with_any_lang_it_is_a_warning_and_the_documents_are_simplified(tmp_path
     monkeypatch.setattr(
         predict,
         "generate",
-        lambda cfg, m, t, rows, acc, final=False, shots=None: [r["complex"] for r in rows],
+        lambda cfg, m, t, rows, acc, final=False, shots=None, desc=None: [r["complex"] for r in rows],
     )
     argv = [str(root), str(inp), "--out", str(out), "--system", "german", "--lang", "en", "--terms", "none"]
     cli.main([*argv, "--any-lang"])

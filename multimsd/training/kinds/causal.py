@@ -196,8 +196,10 @@ def continuous_batches(
     fill = eos[0] if eos else tokenizer.pad_token_id
     width = max(len(t) for t in new)
     tokens = torch.tensor([t + [fill] * (width - len(t)) for t in new], dtype=torch.long)
-    kept, cut = keep_to_caps(tokens, eos, caps or [cap] * len(new))
-    texts = tokenizer.batch_decode(kept, skip_special_tokens=True)
+    caps = caps or [cap] * len(new)
+    _, cut = keep_to_caps(tokens, eos, caps)
+    # the text from each row's own tokens, not the padded ones: an end token need not be a special token
+    texts = tokenizer.batch_decode([t[:c] for t, c in zip(new, caps)], skip_special_tokens=True)
     return [Generated(" ".join(t.split()), c) for t, c in zip(texts, cut)]
 
 
