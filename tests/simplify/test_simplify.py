@@ -276,7 +276,10 @@ def test_simplify_a_tiny_run(tiny_run, tmp_path):
         tmp_path / "in.jsonl", [{"id": k, "lang": lang, "text": t} for k, (lang, t) in texts.items()]
     )
     out = tmp_path / "out.jsonl"
-    proc = simplify_cli(tiny_run, inp, "--out", out, "eval.max_new_tokens=4", "--format", "html")
+    # the ja document goes to a system trained on en only: simplified anyway, with a warning (--any-lang)
+    proc = simplify_cli(
+        tiny_run, inp, "--out", out, "eval.max_new_tokens=4", "--format", "html", "--any-lang"
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     view = out.with_suffix(".html").read_text(encoding="utf-8")
     assert all(f"<h2>{k} ({lang})</h2>" in view for k, (lang, _) in texts.items())
@@ -294,11 +297,15 @@ def test_simplify_a_tiny_run(tiny_run, tmp_path):
         assert all(isinstance(s["flags"], list) and isinstance(s["output"], str) for s in r["sentences"])
         assert r["flagged"] == sum(1 for s in r["sentences"] if s["flags"])
 
-    again = simplify_cli(tiny_run, inp, "--out", out)  # everything done: nothing loaded, nothing written
+    again = simplify_cli(
+        tiny_run, inp, "--out", out, "--any-lang"
+    )  # everything done: nothing loaded, nothing written
     assert again.returncode == 0 and "documents: 0 (3 skipped: already in --out)" in again.stdout
     assert len(out.read_text(encoding="utf-8").splitlines()) == 3
 
-    zero = simplify_cli(tiny_run, inp, "--out", tmp_path / "zero.jsonl", "--system", "zero_shot")
+    zero = simplify_cli(
+        tiny_run, inp, "--out", tmp_path / "zero.jsonl", "--system", "zero_shot", "--any-lang"
+    )
     assert zero.returncode == 0, zero.stderr[-3000:]
     assert (
         json.loads((tmp_path / "zero.jsonl").read_text(encoding="utf-8").splitlines()[0])["system"]
