@@ -153,6 +153,39 @@ def card_metadata(cfg) -> tuple[str, str, str]:
     return metadata, base_words, _data_words(cfg.data.path, dataset)
 
 
+# The settings that name places on the training machine: what they pointed at means nothing to a reader of a
+# published card, and a home directory is the author's own business.
+PATH_SETTINGS = ("start", "model.pretrained", "data.path", "output.dir", "output_dir")
+
+
+def card_config(cfg) -> dict:
+    """The training settings as the card prints them: every local path (a path setting that does not name a
+    Hub id, or any other value spelt as a path) cut to ``<local>/NAME``, its last component; Hub ids and
+    multimsd's own model names are kept."""
+    from omegaconf import OmegaConf
+
+    from multimsd.io import looks_like_path
+
+    settings = OmegaConf.to_container(OmegaConf.structured(cfg), resolve=True)
+    hub_ids = {card_base_model(str(cfg.model.pretrained))[0], card_dataset(cfg.data.path)} - {None}
+
+    def local(value: str) -> str:
+        return f"<local>/{Path(value.rstrip('/')).name}"
+
+    def walk(node, where: str):
+        if isinstance(node, dict):
+            return {key: walk(value, f"{where}{key}.") for key, value in node.items()}
+        if isinstance(node, list):
+            return [walk(value, where) for value in node]
+        if not isinstance(node, str) or node in hub_ids:
+            return node
+        if where.rstrip(".") in PATH_SETTINGS:  # offline:…, random:…, scratch are names, not places
+            return node if ":" in node or node == "scratch" else local(node)
+        return local(node) if looks_like_path(node) and not any(c.isspace() for c in node) else node
+
+    return walk(settings, "")
+
+
 def _how_trained(cfg) -> str:
     lora = _lora(cfg)
     how = f"with LoRA (r={lora.r}, alpha={lora.alpha})" if lora else "fully fine-tuned"
@@ -181,7 +214,7 @@ def model_card(cfg, results: dict, evaluation: dict | None = None) -> str:
     if test:
         rows.append(f"| test | {test.get('sari', float('nan')):.2f} | {test.get('bleu', float('nan')):.2f} |")
     metadata, base_words, data_words = card_metadata(cfg)
-    config_yaml = OmegaConf.to_yaml(OmegaConf.structured(cfg))
+    config_yaml = OmegaConf.to_yaml(card_config(cfg))
     evaluated = _evaluation_rows(evaluation)
     run_table = ""
     if evaluated:

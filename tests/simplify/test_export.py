@@ -140,3 +140,32 @@ def test_an_unwritable_to_is_one_line_before_the_model_is_read(tmp_path, monkeyp
     assert exit_.value.code == 2 and err == [
         f"error: --to {tmp_path / 'file' / 'model'} is under {tmp_path / 'file'}, which is not a directory"
     ]
+
+
+def test_the_card_body_names_no_local_path(tmp_path):
+    """The card's training settings print no path of the training machine (issue #49 item 5): the data and the
+    output directory are cut to their last name; a Hub id is kept as it is."""
+    from multimsd.training.hub import card_config
+
+    cfg = to_train_config(
+        {
+            "model": {"pretrained": str(tmp_path / "models" / "my-base")},
+            "data": {"path": str(tmp_path / "run" / "align"), "languages": ["en"]},
+            "output": {"dir": str(tmp_path / "run" / "systems" / "finetuned")},
+        }
+    )
+    card = model_card(cfg, {"test": {"sari": 40.0, "bleu": 8.0}})
+    assert str(tmp_path) not in card
+    settings = card_config(cfg)
+    assert settings["data"]["path"] == "<local>/align"
+    assert settings["output"]["dir"] == "<local>/finetuned"
+    assert settings["model"]["pretrained"] == "<local>/my-base"
+    assert (
+        settings["model"]["kind"] == "causal" and settings["loss"]["theta"] == cfg.loss.theta
+    )  # the rest kept
+
+    hub = to_train_config(
+        {"model": {"pretrained": "HuggingFaceTB/SmolLM2-135M-Instruct"}, "data": {"path": None}}
+    )
+    assert card_config(hub)["model"]["pretrained"] == "HuggingFaceTB/SmolLM2-135M-Instruct"
+    assert card_config(to_train_config({}))["model"]["pretrained"] == "offline:smollm2"
