@@ -77,6 +77,32 @@ def no_log_handler_outlives_its_test():
                 handler.close()
 
 
+# MULTIMSD_STEP_LOSSES=FILE: every optimizer step a test takes through the training loop's train_step appends
+# {test, step, loss} to FILE, the loss as float.hex: a refactoring of the step compares two commits' files and
+# shows the step losses unchanged to the last bit (docs/development.md).
+@pytest.fixture(autouse=True)
+def record_step_losses(request, monkeypatch):
+    path = os.environ.get("MULTIMSD_STEP_LOSSES")
+    if not path:
+        yield
+        return
+    import json
+
+    from multimsd.training import loop
+
+    original = loop.train_step
+
+    def train_step(s, window):
+        record = original(s, window)
+        with open(path, "a", encoding="utf-8") as f:
+            line = {"test": request.node.nodeid, "step": record["step"], "loss": float(record["loss"]).hex()}
+            f.write(json.dumps(line) + "\n")
+        return record
+
+    monkeypatch.setattr(loop, "train_step", train_step)
+    yield
+
+
 @pytest.fixture
 def fresh_accelerate_state():
     """Accelerate keeps process-wide singletons; tests that build an Accelerator each start from scratch."""

@@ -30,6 +30,7 @@ def check_config(cfg: TrainConfig) -> None:
     if cfg.mode not in MODES:
         raise MultimsdError(f"mode={cfg.mode!r}: choose {', '.join(MODES)}")
     check_theta(cfg.loss.theta, "loss.theta")  # the loss's own check, before anything is loaded
+    cfg.loss.chunked_mode()  # auto | true | false
     kind = get_kind(cfg.model.kind)  # an unknown kind: one error listing the registered ones
     check_optimizer(cfg.optim.optimizer)
     if cfg.optim.scheduler == "exponential" and not 0 < cfg.optim.gamma <= 1:

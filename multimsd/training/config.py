@@ -74,12 +74,22 @@ class LossSettings:
     label_smoothing: float = 0.0
     # Compute the loss from the final hidden states at labelled positions only, chunk_size tokens at a time,
     # never materialising the [tokens, vocabulary] logits (multimsd.training.chunked_loss); the same loss to
-    # float rounding. Applies where the model has a plain lm_head and the kind's loss is the weighted
-    # cross-entropy (causal, seq2seq); elsewhere (the LSTM, FSDP / ZeRO-3) the full logits are computed.
-    chunked: bool = True
+    # float rounding. It needs a plain lm_head and the weighted cross-entropy as the kind's loss (causal,
+    # seq2seq; not the LSTM, not under FSDP / ZeRO-3). auto: where it can (else the full logits, the reason
+    # logged); true: it must (else an error naming the reason); false: the full logits.
+    chunked: str = "auto"
     chunk_size: int = (
         4096  # labelled tokens per chunk: at most chunk_size x vocabulary float32 logits at once
     )
+
+    def chunked_mode(self) -> str:
+        """``chunked`` as one of auto / true / false (a YAML or command-line boolean reads as its word)."""
+        from multimsd.errors import MultimsdError
+
+        mode = str(self.chunked).lower()
+        if mode not in ("auto", "true", "false"):
+            raise MultimsdError(f"loss.chunked={self.chunked!r}: choose auto | true | false")
+        return mode
 
 
 @dataclass

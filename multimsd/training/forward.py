@@ -2,7 +2,7 @@
 
 Two paths give the same numbers (to float rounding; tested on tiny Llama + LoRA and tiny mBART):
 
-* **chunked** (``loss.chunked=true``, the default where it applies): the model's ``lm_head`` returns its input
+* **chunked** (``loss.chunked=auto``, the default: where it applies; ``true``: required): the model's ``lm_head`` returns its input
   for the duration of the forward (:mod:`multimsd.training.output_head`), so the model call yields the final
   hidden states, and the novel-token weighted cross-entropy is computed from them at labelled positions only,
   a chunk of tokens at a time (:mod:`multimsd.training.chunked_loss`): no ``[tokens, vocabulary]`` logits for
@@ -23,6 +23,7 @@ import logging
 
 import torch
 
+from multimsd.errors import MultimsdError
 from multimsd.training.chunked_loss import (
     chunked_weighted_cross_entropy,
     labelled_token_losses,
@@ -78,7 +79,8 @@ def chunked_head(
     """
     from accelerate.utils import DistributedType
 
-    if not settings.chunked:
+    mode = settings.chunked_mode()
+    if mode == "false":
         return None
     why = None
     head = kind.output_head(model)
@@ -99,9 +101,13 @@ def chunked_head(
         autocast=accelerator.autocast,
     ):
         why = "its hidden states projected by the output head do not give the model's logits"
+    if why is not None and mode == "true":
+        raise MultimsdError(f"loss.chunked=true: {why} (loss.chunked=auto computes the full logits there)")
     if why is not None:
         # Loud only where the chunked path was to be expected (a model with a usable head); the LSTM never has one.
-        (log.warning if head is not None else log.info)("loss.chunked: not applied (%s); full logits", why)
+        (log.warning if head is not None else log.info)(
+            "loss.chunked=auto: not applied (%s); full logits", why
+        )
         return None
     return head
 

@@ -169,7 +169,7 @@ def _run(cfg: TrainConfig, progress: Progress) -> dict:
 def build(cfg: TrainConfig, progress: Progress) -> Session:
     """Data, the accelerator and the model (LoRA / quantization as configured), seeded."""
     from accelerate import Accelerator
-    from accelerate.utils import DataLoaderConfiguration, set_seed
+    from accelerate.utils import DataLoaderConfiguration, GradientAccumulationPlugin, set_seed
 
     out = Path(cfg.output.dir)
     check_writable_dir(out, "output.dir")  # before loading data and model, not at the first write
@@ -181,7 +181,10 @@ def build(cfg: TrainConfig, progress: Progress) -> Session:
     with working(f"building {cfg.model.pretrained}"):
         model_path(cfg.model)
     accelerator = Accelerator(
-        gradient_accumulation_steps=cfg.optim.grad_accum,
+        # Accumulation is the loop's own (train_step): Accelerate's would divide every loss by the steps and skip
+        # optimizer steps behind the loop's back. A plugin, not the number: the environment cannot set it either.
+        gradient_accumulation_plugin=GradientAccumulationPlugin(num_steps=1),
+        step_scheduler_with_optimizer=False,  # the loop steps the schedule: once per optimizer step
         log_with=list(cfg.report_to) or None,
         project_dir=str(out),
         # A seedable sampler makes the shuffle a function of (seed, epoch): the same order after a resume (its
@@ -241,14 +244,14 @@ def build_optimization(s: Session) -> None:
 
     cfg = s.cfg
     s.optimizer = build_optimizer(cfg.optim, [p for p in s.model.parameters() if p.requires_grad])
-    total_steps = math.ceil(len(s.train_dl) / cfg.optim.grad_accum) * cfg.optim.epochs
+    # The loader is not sharded yet: a process gets ceil(batches / processes) of it (Accelerate's even batches),
+    # and takes one optimizer step, and one schedule step, per grad_accum of those.
+    batches = math.ceil(len(s.train_dl) / s.accelerator.num_processes)
+    total_steps = math.ceil(batches / cfg.optim.grad_accum) * cfg.optim.epochs
     if cfg.optim.max_steps:
         total_steps = min(total_steps, cfg.optim.max_steps)
-    if cfg.optim.scheduler == "exponential":
-        # lr * gamma ** step. Accelerate steps a prepared scheduler once per process at every optimizer step
-        # (AcceleratedScheduler), hence gamma ** (1 / processes) per call: gamma per optimizer step.
-        gamma = cfg.optim.gamma ** (1 / s.accelerator.num_processes)
-        s.scheduler = torch.optim.lr_scheduler.ExponentialLR(s.optimizer, gamma)
+    if cfg.optim.scheduler == "exponential":  # lr * gamma ** step
+        s.scheduler = torch.optim.lr_scheduler.ExponentialLR(s.optimizer, cfg.optim.gamma)
     else:
         s.scheduler = get_scheduler(
             cfg.optim.scheduler,
@@ -361,27 +364,36 @@ def train_step(s: Session, window: list[dict]) -> dict:
         n_global = accelerator.gather(torch.tensor([n_local], device=accelerator.device)).sum().clamp(min=1)
     else:
         n_global = max(n_local, 1)
-    scale = s.cfg.optim.grad_accum * accelerator.num_processes  # see multimsd.training.loss: undo averaging
+    # Gradient accumulation, in plain sight (nanoGPT's step; the Accelerator accumulates nothing itself: build):
+    # - each micro-batch's loss is its weighted token losses summed over n_global, the label tokens of the whole
+    #   step on every process, so the micro-batches' gradients add up to one big batch's (multimsd.training.loss);
+    # - DDP averages the processes' gradients, and n_global already counts every process: × processes undoes it
+    #   (transformers' Trainer does the same with average_tokens_across_devices);
+    # - gradients are all-reduced at the last micro-batch only (no_sync before it), then clipped once;
+    # - one optimizer step and one schedule step after the loop. Under fp16 the grad scaler skips a step whose
+    #   gradients overflowed: the schedule waits with it.
+    # DeepSpeed's engine accumulates, clips and steps by itself (deepspeed_steps).
+    deepspeed = deepspeed_steps(accelerator, s.cfg)
+    scale = accelerator.num_processes * (deepspeed or 1)
     step_loss = torch.zeros((), device=accelerator.device)
     # this process's non-pad input + label tokens of the step (throughput, benchmarks), on the device
     tokens = torch.zeros((), dtype=torch.long, device=accelerator.device)
     for micro, batch in enumerate(window):
-        # The window is the optimizer step: gradients sync (DDP) and the optimizer steps at its last micro-batch,
-        # and only there. (accelerator.accumulate() syncs at every micro-batch once the epoch's last batch has
-        # been fetched, which a fetched-ahead window always has at an epoch's end: it stepped grad_accum times
-        # on partial gradients there.)
-        accelerator.sync_gradients = micro == len(window) - 1
-        with contextlib.nullcontext() if accelerator.sync_gradients else accelerator.no_sync(model):
+        last = micro == len(window) - 1
+        if deepspeed:  # its engine steps in the backward of the micro-batch where Accelerate syncs
+            accelerator.sync_gradients = last
+        with contextlib.nullcontext() if last else accelerator.no_sync(model):
             loss = s.losses(model, batch, step=state.step, micro_batch=micro, num_items=n_global)
             accelerator.backward(loss * scale)
-            if accelerator.sync_gradients and s.cfg.optim.max_grad_norm:
-                accelerator.clip_grad_norm_(model.parameters(), s.cfg.optim.max_grad_norm)
-            s.optimizer.step()
-            s.scheduler.step()
-            s.optimizer.zero_grad()
         step_loss += loss.detach()
         state.batches_in_epoch += 1
         tokens += input_tokens(batch) + label_count(kind, batch)
+    if s.cfg.optim.max_grad_norm:
+        accelerator.clip_grad_norm_(model.parameters(), s.cfg.optim.max_grad_norm)
+    s.optimizer.step()
+    if not s.optimizer.step_was_skipped:
+        s.scheduler.step()
+    s.optimizer.zero_grad()
     # One read of the device per step (loss and token count together): it waits for the step's last kernel, so
     # the step's time is its compute and not just its kernel launches.
     loss_sum = accelerator.reduce(step_loss, reduction="sum")
@@ -398,6 +410,22 @@ def train_step(s: Session, window: list[dict]) -> dict:
         "tokens": int(tokens),
         **s.losses.step_metrics(),  # mode=dpo: the implicit rewards of the step's pairs
     }
+
+
+def deepspeed_steps(accelerator, cfg: TrainConfig) -> int | None:
+    """Under DeepSpeed, whose engine accumulates gradients itself (its ``backward`` divides each loss by its
+    ``gradient_accumulation_steps`` and, at the step's last micro-batch, clips, steps and zeroes: the loop's own
+    calls are no-ops there), those steps, which must be ``optim.grad_accum``; None elsewhere."""
+    from accelerate.utils import DistributedType
+
+    if accelerator.distributed_type != DistributedType.DEEPSPEED:
+        return None
+    if accelerator.gradient_accumulation_steps != cfg.optim.grad_accum:
+        raise MultimsdError(
+            f"optim.grad_accum={cfg.optim.grad_accum}, but the DeepSpeed config accumulates "
+            f"{accelerator.gradient_accumulation_steps} micro-batches: set them equal"
+        )
+    return accelerator.gradient_accumulation_steps
 
 
 def evaluate(s: Session) -> dict:

@@ -22,21 +22,14 @@ normalisation arithmetic of its own: :func:`weighted_cross_entropy` (from the lo
 at a time) and :func:`multimsd.training.sampled_softmax.sampled_softmax_loss` (the LSTM's sampled softmax). So
 the three cannot drift apart, and a change to the rule is made once.
 
-Reduction and gradient accumulation
------------------------------------
-:func:`weighted_token_loss` *sums* the weighted per-token losses and divides by ``num_items``, the
-number of non-ignored label tokens in the whole optimisation step (all micro-batches of a gradient
-accumulation cycle, on all processes). The weights do **not** enter the denominator: the loss is
-``sum_t w_t * CE_t / N``, so ``theta`` scales the gradient of novel tokens by exactly ``theta`` relative to
-copied ones, and with ``theta == 1`` it is the ordinary token-mean cross-entropy. Summing the micro-batch
-losses computed with the same global ``num_items`` then gives the same gradient as one big batch. Two
-things in the training loop would break that and must be compensated there:
-
-* ``accelerator.backward(loss)`` divides by ``gradient_accumulation_steps`` when the Accelerator was
-  created with it (non-DeepSpeed), so multiply the loss by that number first (or accumulate manually);
-* DDP *averages* gradients over processes, so with ``num_items`` counted over all processes multiply the
-  loss by the number of processes (this is what ``transformers.Trainer`` does with
-  ``average_tokens_across_devices``).
+Reduction
+---------
+:func:`weighted_token_loss` *sums* the weighted per-token losses and divides by ``num_items``. The weights do
+**not** enter the denominator: the loss is ``sum_t w_t * CE_t / N``, so ``theta`` scales the gradient of novel
+tokens by exactly ``theta`` relative to copied ones, and with ``theta == 1`` it is the ordinary token-mean
+cross-entropy. With ``N`` the label tokens of a whole optimisation step, the micro-batch losses of the step add up
+to one big batch's: how the training step uses that over micro-batches and processes is said in one place, the
+comment block of :func:`multimsd.training.loop.train_step`.
 """
 
 from __future__ import annotations

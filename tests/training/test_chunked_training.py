@@ -184,9 +184,51 @@ def test_kinds_without_an_output_head_keep_their_loss(tmp_path, caplog):
     from multimsd.training.kinds import get_kind
 
     tc = to_train_config(cfg_for(tmp_path, "tiny_llama"))
-    assert tc.loss.chunked  # the default
+    assert tc.loss.chunked_mode() == "auto"  # the default
     # the LSTM's own (sampled-softmax) loss: never replaced, and nothing to warn about
     assert chunked_head(tc.loss, get_kind("lstm"), torch.nn.Linear(2, 2), Accelerator(cpu=True)) is None
     assert "WARNING" not in caplog.text
     tc.loss.chunked = False
     assert chunked_head(tc.loss, get_kind("causal"), torch.nn.Linear(2, 2), Accelerator(cpu=True)) is None
+
+
+def test_chunked_is_a_setting_of_three_words(tmp_path):
+    """loss.chunked=auto|true|false (issue #50): true where the chunked path cannot serve is an error naming the
+    reason, not a silent fallback; a boolean reads as its word; anything else is refused by the settings check."""
+    from accelerate import Accelerator
+
+    from multimsd.errors import MultimsdError
+    from multimsd.training.checks import check_config
+    from multimsd.training.forward import chunked_head
+    from multimsd.training.kinds import get_kind
+
+    assert to_train_config({}).loss.chunked_mode() == "auto"
+    assert to_train_config({"loss": {"chunked": True}}).loss.chunked_mode() == "true"
+    assert to_train_config({"loss": {"chunked": False}}).loss.chunked_mode() == "false"
+    tc = to_train_config(cfg_for(tmp_path, "tiny_llama", loss={"chunked": "true"}))
+    with pytest.raises(
+        MultimsdError, match=r"loss.chunked=true: the model has no plain nn.Linear output head"
+    ):
+        chunked_head(tc.loss, get_kind("causal"), torch.nn.Linear(2, 2), Accelerator(cpu=True))
+    with pytest.raises(MultimsdError, match=r"loss.chunked=true: model.kind=lstm computes its own loss"):
+        chunked_head(tc.loss, get_kind("lstm"), torch.nn.Linear(2, 2), Accelerator(cpu=True), own_loss=True)
+    with pytest.raises(MultimsdError, match=r"loss.chunked='sometimes': choose auto \| true \| false"):
+        check_config(to_train_config(cfg_for(tmp_path, "tiny_llama", loss={"chunked": "sometimes"})))
+
+
+def test_whether_a_kind_has_its_own_loss_is_said_not_guessed():
+    """A kind's own loss is its declaration (own_loss), not an override of loss_function: a plugin kind that
+    overrides loss_function only to call super() keeps the chunked loss; the LSTM's loss is its own only with
+    the sampled softmax."""
+    from multimsd.training.kinds import get_kind
+    from multimsd.training.kinds.causal import CausalKind
+
+    class Wrapped(CausalKind):
+        def loss_function(self, settings, model, tokenizer, cfg):
+            return super().loss_function(settings, model, tokenizer, cfg)
+
+    assert not Wrapped().own_loss(to_train_config({}))
+    lstm = {"model": {"kind": "lstm", "pretrained": "scratch"}}
+    sampled = to_train_config({**lstm, "model": {**lstm["model"], "lstm": {"num_sampled": 8}}})
+    full = to_train_config({**lstm, "model": {**lstm["model"], "lstm": {"num_sampled": 0}}})
+    assert get_kind("lstm").own_loss(sampled) and not get_kind("lstm").own_loss(full)

@@ -121,3 +121,19 @@ def test_data_order_and_the_first_steps_loss(tmp_path, shuffle):
             input_ids=first["input_ids"], attention_mask=first["attention_mask"], labels=first["labels"]
         ).loss
     assert train_step(s, [first])["loss"] == pytest.approx(float(plain), rel=1e-5)
+
+
+@pytest.mark.integration
+def test_a_step_of_2_micro_batches_is_one_optimizer_step_and_one_schedule_step(tmp_path):
+    """The loop accumulates (issue #50): the Accelerator divides and skips nothing, the optimizer and the
+    schedule step once per optimizer step, not per micro-batch (exponential: lr * gamma per step)."""
+    from multimsd.training.loop import train_step
+
+    s = session(tmp_path, "run", batch_size=2, grad_accum=2, scheduler="exponential", gamma=0.5)
+    assert s.accelerator.gradient_accumulation_steps == 1
+    it = iter(s.train_dl)
+    train_step(s, [next(it), next(it)])
+    steps = {int(state["step"]) for state in s.optimizer.optimizer.state.values()}
+    assert steps == {1} and s.scheduler.get_last_lr() == [pytest.approx(1e-2 * 0.5)]
+    train_step(s, [next(it), next(it)])
+    assert s.scheduler.get_last_lr() == [pytest.approx(1e-2 * 0.25)] and s.state.step == 2

@@ -179,9 +179,15 @@ class ModelKind:
             model,
             accelerator,
             self.loss_function(settings, accelerator.unwrap_model(model), tokenizer, cfg),
-            own_loss=type(self).loss_function is not ModelKind.loss_function,
+            own_loss=self.own_loss(cfg),
             probe=probe,
         )
+
+    def own_loss(self, cfg) -> bool:
+        """Whether :meth:`loss_function` is a loss of the kind's own rather than the novel-token weighted
+        cross-entropy, which the chunked path computes from the hidden states instead: then the logits path is
+        taken (said, not guessed from an override; the LSTM's sampled softmax)."""
+        return False
 
     def loss_function(self, settings, model, tokenizer, cfg) -> LossFunction:
         """The training loss over the logits: novel-token weighted cross-entropy (multimsd.training.loss) with

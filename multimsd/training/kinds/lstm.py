@@ -156,6 +156,9 @@ class LstmKind(ModelKind):
         """Source words -> target words + ``</s>``, novelty by word."""
         return Tokenized(*tokenizer.encode_pair(row, max_length))
 
+    def own_loss(self, cfg) -> bool:
+        return bool(self.settings(cfg.model).lstm.num_sampled)  # the sampled softmax; else the weighted CE
+
     def loss_function(self, settings, model, tokenizer, cfg) -> LossFunction:
         s = self.settings(cfg.model).lstm
         if not s.num_sampled:
