@@ -113,8 +113,10 @@ def chunked_head(
 
 
 class MicroBatchLoss:
-    """``loss = losses(model, batch, step=..., micro_batch=..., num_items=...)``: forward and loss of one
-    micro-batch, by the chunked path when it applies (see the module docstring), else by the logits path.
+    """``loss_sum = losses(model, batch, step=..., micro_batch=...)``: forward and loss of one micro-batch, its
+    weighted token losses *summed* (the training step divides the sum by its label tokens, ``items``, over all its
+    micro-batches and processes), by the chunked path when it applies (see the module docstring), else by the
+    logits path.
     ``model`` is the prepared (possibly DDP-wrapped) model: every forward goes through its top-level call.
 
     Built once per run by the kind (:meth:`multimsd.training.kinds.base.ModelKind.build_loss`, which reads the
@@ -152,13 +154,11 @@ class MicroBatchLoss:
             out = model(**kw)
         return out.logits
 
-    def __call__(self, model, batch: dict, *, step: int, micro_batch: int, num_items) -> torch.Tensor:
+    def __call__(self, model, batch: dict, *, step: int, micro_batch: int) -> torch.Tensor:
         if self.head is None:
             kw, start = self.kind.logits_forward_kw(self.unwrapped, batch, self.trim)
             outputs = model(**model_inputs(batch), **kw)
-            return self.loss_fn(
-                outputs, batch, start, step=step, micro_batch=micro_batch, num_items=num_items
-            )
+            return self.loss_fn(outputs, batch, start, step=step, micro_batch=micro_batch)
         hidden = self.hidden_states(model, batch)
         # Under mixed precision the head's product runs in autocast's dtype, as the lm_head would have.
         with self.autocast():
@@ -168,7 +168,7 @@ class MicroBatchLoss:
                 batch["labels"],
                 batch["novel"],
                 theta=self.settings.theta,
-                num_items=num_items,
+                num_items=1,  # the sum
                 bias=self.head.bias,
                 chunk_size=self.settings.chunk_size,
                 label_smoothing=self.settings.label_smoothing,

@@ -365,8 +365,8 @@ def train_step(s: Session, window: list[dict]) -> dict:
     else:
         n_global = max(n_local, 1)
     # Gradient accumulation, in plain sight (nanoGPT's step; the Accelerator accumulates nothing itself: build):
-    # - each micro-batch's loss is its weighted token losses summed over n_global, the label tokens of the whole
-    #   step on every process, so the micro-batches' gradients add up to one big batch's (multimsd.training.loss);
+    # - each micro-batch's loss is the sum of its weighted token losses over n_global, the label tokens of the
+    #   whole step on every process, so the micro-batches' gradients add up to one big batch's;
     # - DDP averages the processes' gradients, and n_global already counts every process: × processes undoes it
     #   (transformers' Trainer does the same with average_tokens_across_devices);
     # - gradients are all-reduced at the last micro-batch only (no_sync before it), then clipped once;
@@ -383,7 +383,7 @@ def train_step(s: Session, window: list[dict]) -> dict:
         if deepspeed:  # its engine steps in the backward of the micro-batch where Accelerate syncs
             accelerator.sync_gradients = last
         with contextlib.nullcontext() if last else accelerator.no_sync(model):
-            loss = s.losses(model, batch, step=state.step, micro_batch=micro, num_items=n_global)
+            loss = s.losses(model, batch, step=state.step, micro_batch=micro) / n_global
             accelerator.backward(loss * scale)
         step_loss += loss.detach()
         state.batches_in_epoch += 1

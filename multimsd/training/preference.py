@@ -242,10 +242,11 @@ class DpoObjective:
             logp[:n], logp[n:], ref[:, 0], ref[:, 1], self.beta, self.label_smoothing, reduction="none"
         )
 
-    def __call__(self, model, batch: dict, *, step: int, micro_batch: int, num_items) -> torch.Tensor:
+    def __call__(self, model, batch: dict, *, step: int, micro_batch: int) -> torch.Tensor:
+        """The pairs' DPO losses, summed (the step divides by its pairs, :meth:`items`)."""
         losses, chosen, rejected = self.pair_losses(model, batch)
         self._margins.append(torch.stack([chosen, rejected], 1))
-        return losses.sum() / num_items
+        return losses.sum()
 
     def validation_terms(self, model, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
         losses, _, _ = self.pair_losses(model, batch)

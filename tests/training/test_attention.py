@@ -120,7 +120,7 @@ def _losses(model, tokenizer, cfg, *, grad: bool):
     for batch in (Collator(tokenizer.pad_token_id)(EXAMPLES), PackingCollator()(EXAMPLES)):
         model.zero_grad()
         with torch.set_grad_enabled(grad):
-            loss = losses(model, batch, step=0, micro_batch=0, num_items=TARGETS)
+            loss = losses(model, batch, step=0, micro_batch=0) / TARGETS
         grads = {}
         if grad:
             loss.backward()
@@ -174,7 +174,7 @@ def test_packed_and_padded_losses_and_gradients_equal_through_flex_attention_on_
     out = []
     for batch in (Collator(tokenizer.pad_token_id)(EXAMPLES), PackingCollator()(EXAMPLES)):
         model.zero_grad()
-        loss = losses(model, on_cuda(batch), step=0, micro_batch=0, num_items=TARGETS)
+        loss = losses(model, on_cuda(batch), step=0, micro_batch=0) / TARGETS
         loss.backward()
         out.append(
             (loss.detach(), {k: p.grad.clone() for k, p in model.named_parameters() if p.requires_grad})

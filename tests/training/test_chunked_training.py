@@ -126,7 +126,7 @@ def _step(tc, net, tok, batch, chunked: bool):
     assert losses.chunked == chunked
     n = torch.tensor(get_kind(tc.model.kind).label_tokens(batch) + 3)  # a larger global count
     torch.manual_seed(1)  # the same dropout draws: both paths run the same network in the same order
-    loss = losses(net, batch, step=0, micro_batch=0, num_items=n)
+    loss = losses(net, batch, step=0, micro_batch=0) / n
     loss.backward()
     grads = {k: p.grad.clone() for k, p in net.named_parameters() if p.grad is not None}
     with torch.no_grad():

@@ -169,7 +169,7 @@ def test_weighted_loss_at_theta_1_is_the_plain_loss_and_chunked_is_the_logits_pa
         tc.loss.chunked, tc.loss.theta = chunked, theta
         losses = kind.build_loss(tc, net, tok, Accelerator(cpu=True), probe=batch)
         assert losses.chunked == chunked
-        got[chunked, theta] = float(losses(net, batch, step=0, micro_batch=0, num_items=n))
+        got[chunked, theta] = float(losses(net, batch, step=0, micro_batch=0) / n)
     plain = net(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=batch["labels"])
     assert got[False, 1.0] == pytest.approx(float(plain.loss), rel=1e-5)
     assert got[True, 1.0] == pytest.approx(got[False, 1.0], rel=1e-5)

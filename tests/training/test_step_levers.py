@@ -93,8 +93,8 @@ def test_the_chunked_loss_applies_under_bf16_autocast_and_equals_the_logits_path
         tc.loss.chunked = chunked
         step = kind.build_loss(tc, prepared, tok, acc, probe=batch)
         assert step.chunked == chunked
-        losses[chunked] = float(step(prepared, batch, step=0, micro_batch=0, num_items=n))
-    assert "loss.chunked: not applied" not in caplog.text
+        losses[chunked] = float(step(prepared, batch, step=0, micro_batch=0) / n)
+    assert "not applied" not in caplog.text
     # the same bf16 products on both paths; the float32 cross-entropy sums them in another order
     assert losses[True] == pytest.approx(losses[False], rel=2e-3)
 
@@ -122,7 +122,7 @@ def test_a_micro_batch_makes_one_cross_entropy_pass(model, chunked, monkeypatch)
         return real(*args, **kwargs)
 
     monkeypatch.setattr(torch.nn.functional, "cross_entropy", counting)
-    loss = step(net, batch, step=0, micro_batch=0, num_items=kind.label_tokens(batch))
+    loss = step(net, batch, step=0, micro_batch=0) / kind.label_tokens(batch)
     loss.backward()
     assert len(calls) == 1, calls
     # and only over the positions that have a label (chunked), or the kept logits (logits path)
@@ -151,7 +151,7 @@ def test_gradients_equal_the_models_own_loss(model, lora, chunked):
     want = {k: p.grad.clone() for k, p in net.named_parameters() if p.grad is not None}
     net.zero_grad()
     step = kind.build_loss(tc, net, tok, Accelerator(cpu=True), probe=batch)
-    loss = step(net, batch, step=0, micro_batch=0, num_items=kind.label_tokens(batch))
+    loss = step(net, batch, step=0, micro_batch=0) / kind.label_tokens(batch)
     loss.backward()
     got = {k: p.grad.clone() for k, p in net.named_parameters() if p.grad is not None}
     assert float(loss) == pytest.approx(float(ref), rel=1e-5)

@@ -190,18 +190,19 @@ class ModelKind:
         return False
 
     def loss_function(self, settings, model, tokenizer, cfg) -> LossFunction:
-        """The training loss over the logits: novel-token weighted cross-entropy (multimsd.training.loss) with
-        ``settings`` (``cfg.loss``, a :class:`multimsd.training.config.LossSettings`). A kind that overrides it
+        """The training loss over the logits, ``loss(outputs, batch, start, *, step, micro_batch)``: the
+        micro-batch's novel-token weighted cross-entropy (multimsd.training.loss) *summed* over its label tokens
+        (the step divides), with ``settings`` (``cfg.loss``, a :class:`multimsd.training.config.LossSettings`). A kind that overrides it
         (the LSTM's sampled softmax) keeps the logits path; ``cfg`` serves for its other settings."""
         from multimsd.training.loss import weighted_cross_entropy
 
-        def loss(outputs, batch: dict, start: int, *, step: int, micro_batch: int, num_items):
+        def loss(outputs, batch: dict, start: int, *, step: int, micro_batch: int):
             return weighted_cross_entropy(
                 outputs.logits,
                 batch["labels"][:, start:],
                 novel_mask=batch["novel"][:, start:],
                 theta=settings.theta,
-                num_items=num_items,
+                num_items=1,  # the sum: the step divides it by its label tokens
                 label_smoothing=settings.label_smoothing,
                 shift=self.shift_labels,
             )

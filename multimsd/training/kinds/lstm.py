@@ -173,7 +173,7 @@ class LstmKind(ModelKind):
             cfg.seed,
         )
 
-        def loss(outputs, batch: dict, start: int, *, step: int, micro_batch: int, num_items):
+        def loss(outputs, batch: dict, start: int, *, step: int, micro_batch: int):
             # the same weighting and normalisation as the full softmax, over k + 1 classes per token
             return sampled(
                 outputs.hidden,
@@ -182,7 +182,7 @@ class LstmKind(ModelKind):
                 micro_batch=micro_batch,
                 novel_mask=batch["novel"],
                 theta=settings.theta,
-                num_items=num_items,
+                num_items=1,  # the sum: the step divides it by its label tokens
             )
 
         return loss
