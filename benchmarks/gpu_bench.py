@@ -334,11 +334,11 @@ def w_train_trainer(spec: dict) -> dict:
     rows = select(load_pairs(None), cfg.data, cfg.seed)["train"]
     encoded = tokenize_rows(tok, rows, cfg.model.kind, cfg.data.max_length)
     ds = datasets.Dataset.from_list([{"input_ids": e["input_ids"], "labels": e["labels"]} for e in encoded])
-    collate = Collator(tok.pad_token_id)
+    collate = Collator(tok.pad_token_id, shift=False)  # the plain 🤗 model shifts its labels itself
 
     def collator(features):
         b = collate([{**f, "novel": [0] * len(f["labels"])} for f in features])
-        for k in ("novel", "target_index", "target_index_shifted"):  # our loss's, not the model's inputs
+        for k in ("novel", "target_index"):  # our loss's, not the model's inputs
             b.pop(k)
         return b
 

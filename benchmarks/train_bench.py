@@ -214,16 +214,17 @@ def step_loss(model, ids, labels, novel, chunked: bool) -> torch.Tensor:
     from multimsd.training.loss import weighted_cross_entropy
     from multimsd.training.output_head import find_output_head
 
+    # the causal shift our collator makes (multimsd.training.data.shift_targets), on these tensors
+    labels = torch.nn.functional.pad(labels, (0, 1), value=-100)[:, 1:]
+    novel = torch.nn.functional.pad(novel, (0, 1), value=0)[:, 1:]
     if not chunked:
         kw, start = get_kind("causal").forward_kw({"labels": labels}, True)
         logits = model(input_ids=ids, use_cache=False, **kw).logits
-        return weighted_cross_entropy(
-            logits, labels[:, start:], novel_mask=novel[:, start:], theta=4.0, shift=True
-        )
+        return weighted_cross_entropy(logits, labels[:, start:], novel_mask=novel[:, start:], theta=4.0)
     head = find_output_head(model)
     with head.returning_hidden():
         hidden = model(input_ids=ids, use_cache=False).logits
-    return chunked_weighted_cross_entropy(hidden, head.weight, labels, novel, theta=4.0, shift=True)
+    return chunked_weighted_cross_entropy(hidden, head.weight, labels, novel, theta=4.0)
 
 
 def logits_memory(batch: int, seq_len: int) -> None:

@@ -6,7 +6,8 @@ its gradient) is the largest activation of a training step, although most of its
 labelled positions enter the loss. :func:`chunked_weighted_cross_entropy` gives the same loss from the hidden
 states ``[B, T, H]`` and the output projection (the ``lm_head`` weight ``[V, H]``, optional bias ``[V]``):
 
-1. only labelled positions are kept (after the causal shift), ``N`` rows of ``H``;
+1. only labelled positions are kept, ``N`` rows of ``H`` (a decoder-only LM's labels come shifted: the collator's
+   :func:`multimsd.training.data.shift_targets`);
 2. their logits are computed ``chunk_size`` rows at a time. When there is more than one chunk, each chunk's
    cross-entropy is wrapped in ``torch.utils.checkpoint`` (``use_reentrant=False``), so its logits are freed as
    soon as its per-token losses exist and are recomputed, one chunk at a time, in backward: at most one
@@ -33,20 +34,13 @@ import torch
 import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
-from multimsd.training.loss import shift_labels, weighted_token_loss
+from multimsd.training.loss import weighted_token_loss
 
 __all__ = [
     "DEFAULT_CHUNK_SIZE",
     "chunked_weighted_cross_entropy",
     "labelled_token_losses",
-    "target_index_key",
 ]
-
-
-def target_index_key(shift: bool) -> str:
-    """The batch key of the target index (:func:`multimsd.training.data.target_index`: the flat positions of
-    the labels the loss reads) for a kind with this ``shift_labels``."""
-    return "target_index_shifted" if shift else "target_index"
 
 
 # 4096 tokens x 128k vocabulary x 4 bytes = 2 GiB of float32 logits per chunk at most (plus its gradient in
@@ -79,7 +73,6 @@ def labelled_token_losses(
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     label_smoothing: float = 0.0,
     ignore_index: int = -100,
-    shift: bool = False,
     target_index: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The cross-entropy of every labelled position, from hidden states, never holding all logits at once.
@@ -87,18 +80,18 @@ def labelled_token_losses(
     Args:
         hidden: ``[B, T, H]`` final hidden states (what the ``lm_head`` would read), any float dtype.
         weight: ``[V, H]`` output projection (``lm_head.weight``; tied to the input embeddings in many models).
-        labels: ``LongTensor[B, T]``, aligned with ``hidden`` as ``weighted_cross_entropy`` aligns them with the
-            logits (``shift=True``: position ``t`` predicts ``labels[:, t + 1]``).
+        labels: ``LongTensor[B, T]``: ``labels[:, t]`` is the target of ``hidden[:, t]``, as
+            ``weighted_cross_entropy`` aligns them with the logits.
         bias: optional ``[V]`` (or ``[1, V]``) added to the logits (mBART's ``final_logits_bias``).
         chunk_size: labelled positions per chunk (> 0).
         target_index: optional ``LongTensor[N]``, the flat row-major positions (``b * T + t``) of the labelled
-            positions after the shift, in order (:func:`multimsd.training.data.target_index`, made by the
+            positions, in order (:func:`multimsd.training.data.target_index`, made by the
             collator on the host). With it the rows are picked by ``index_select``, which needs no host-device
             synchronisation; without it by the boolean mask, whose size the host must wait for.
 
     Returns:
         ``(losses, where)``: float32 (float64 for float64 weights) ``[N]`` per-token losses of the ``N`` labelled positions in row-major order,
-        and the ``BoolTensor[B, T]`` of those positions (after the shift). Differentiable w.r.t. ``hidden``,
+        and the ``BoolTensor[B, T]`` of those positions. Differentiable w.r.t. ``hidden``,
         ``weight`` and ``bias``; with gradients enabled each chunk is recomputed in backward.
     """
     if hidden.dim() != 3 or labels.dim() != 2 or hidden.shape[:2] != labels.shape:
@@ -110,8 +103,6 @@ def labelled_token_losses(
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive int, got {chunk_size!r}")
     labels = labels.to(hidden.device).long()
-    if shift:
-        labels, _ = shift_labels(labels, None, ignore_index)
     where = labels != ignore_index
     if target_index is None:
         rows, targets = hidden[where], labels[where]  # [N, H], [N]
@@ -153,14 +144,13 @@ def chunked_weighted_cross_entropy(
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     label_smoothing: float = 0.0,
     ignore_index: int = -100,
-    shift: bool = False,
     target_index: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """``weighted_cross_entropy(F.linear(hidden, weight, bias), labels, novel_mask=novel, ...)`` without the logits.
 
     :func:`labelled_token_losses`, then :func:`multimsd.training.loss.weighted_token_loss` on them and their novel
     flags; arguments as in :func:`multimsd.training.loss.weighted_cross_entropy` (``novel`` is its ``novel_mask``,
-    aligned with the *unshifted* labels; it may be None when ``theta == 1``) and :func:`labelled_token_losses`.
+    aligned with ``labels``; it may be None when ``theta == 1``) and :func:`labelled_token_losses`.
 
     Returns:
         A scalar, float32 (float64 for float64 weights): the logits path's value up to float summation order.
@@ -170,8 +160,6 @@ def chunked_weighted_cross_entropy(
     labels = labels.to(hidden.device).long()
     if novel is not None:
         novel = novel.to(hidden.device)
-    if shift:
-        labels, novel = shift_labels(labels, novel, ignore_index)
     if target_index is None:
         # The labelled positions' flat indices, found once (the one wait for the device here: their number sizes
         # the result); both the hidden rows and the novel flags are then picked by index.

@@ -274,43 +274,38 @@ def tokenize_dataset(tokenizer, rows: list[dict], kind: str, max_length: int, ca
     return tokenize(key, cache_file_name=str(target), load_from_cache_file=True)  # read back from the file
 
 
-def target_index(labels: list[list[int]], shift: bool, ignore_index: int = -100) -> torch.Tensor:
-    """The flat, row-major positions ``b * T + t`` of a padded ``[B, T]`` batch whose target is a label: ``t``
-    itself, or with ``shift`` (a decoder-only LM, where position ``t`` predicts ``labels[b][t + 1]``) ``t`` such
-    that ``labels[b][t + 1]`` is one.
+def shift_targets(labels: list[int], novel: list[int]) -> tuple[list[int], list[int]]:
+    """The causal shift, the one place labels are shifted: a decoder-only LM's output at position ``t`` predicts
+    the token at ``t + 1``, so its target at ``t`` is ``labels[t + 1]`` (and that token's novel flag); the last
+    position predicts nothing (``-100``). transformers' ``ForCausalLMLoss`` shifts the same way inside the model;
+    here the collator does it once, and everything after it (the losses, the label counts, the validation
+    cross-entropy) reads ``labels[:, t]`` as the target of output ``t`` for every kind."""
+    return [*labels[1:], -100], [*novel[1:], 0]
+
+
+def target_index(labels: list[list[int]], ignore_index: int = -100) -> torch.Tensor:
+    """The flat, row-major positions ``b * T + t`` of a padded ``[B, T]`` batch of targets (labels already
+    aligned with the outputs: :func:`shift_targets`) whose target is a label.
 
     Computed on the host while the batch is collated: the loss picks its rows with it
     (:func:`multimsd.training.chunked_loss.labelled_token_losses`), where a boolean mask made on the device would
     make the host wait for the forward to finish (a ``nonzero``) in every micro-batch, and its length is the
     micro-batch's label count, known without asking the device."""
     width = max((len(row) for row in labels), default=0)
-    k = 1 if shift else 0
     return torch.tensor(
-        [
-            b * width + t - k
-            for b, row in enumerate(labels)
-            for t in range(k, len(row))
-            if row[t] != ignore_index
-        ],
+        [b * width + t for b, row in enumerate(labels) for t, y in enumerate(row) if y != ignore_index],
         dtype=torch.long,
     )
 
 
-def with_target_index(batch: dict[str, torch.Tensor], labels: list[list[int]]) -> dict[str, torch.Tensor]:
-    """``batch`` with both :func:`target_index` layouts (``target_index`` and ``target_index_shifted``): the
-    collator does not know the model kind, and the loss takes the one its kind's shift asks for, so a collator
-    and a kind can never disagree about it."""
-    batch["target_index"] = target_index(labels, shift=False)
-    batch["target_index_shifted"] = target_index(labels, shift=True)
-    return batch
-
-
 class Collator:
-    """Right-pads a batch: input_ids with the pad id, labels with -100, novel flags with 0; adds the positions
-    the loss reads (:func:`with_target_index`)."""
+    """Right-pads a batch: input_ids with the pad id, labels with -100, novel flags with 0; with ``shift`` (the
+    kind's ``shift_labels``: a decoder-only LM) the labels and novel flags become the targets of the outputs
+    (:func:`shift_targets`); adds the positions the loss reads (:func:`target_index`). One layout per kind: the
+    kind is named where the collator is built (``shift`` has no default)."""
 
-    def __init__(self, pad_id: int):
-        self.pad_id = pad_id
+    def __init__(self, pad_id: int, *, shift: bool):
+        self.pad_id, self.shift = pad_id, shift
 
     def __call__(self, batch: list[dict]) -> dict[str, torch.Tensor]:
         n = max(len(b["input_ids"]) for b in batch)
@@ -320,13 +315,16 @@ class Collator:
             return seq + [value] * (length - len(seq))
 
         labels = [pad(b["labels"], m, -100) for b in batch]
-        out = {
+        novel = [pad(b["novel"], m, 0) for b in batch]
+        if self.shift:
+            labels, novel = map(list, zip(*(shift_targets(y, v) for y, v in zip(labels, novel))))
+        return {
             "input_ids": torch.tensor([pad(b["input_ids"], n, self.pad_id) for b in batch]),
             "attention_mask": torch.tensor([pad([1] * len(b["input_ids"]), n, 0) for b in batch]),
             "labels": torch.tensor(labels),
-            "novel": torch.tensor([pad(b["novel"], m, 0) for b in batch], dtype=torch.bool),
+            "novel": torch.tensor(novel, dtype=torch.bool),
+            "target_index": target_index(labels),
         }
-        return with_target_index(out, labels)
 
 
 class PackingCollator:
@@ -338,6 +336,7 @@ class PackingCollator:
     label and novel flag of each example's *first* token are cleared: under the causal shift it would be the
     target of the previous example's last token, and unpacked it is never a target (nothing precedes it), so
     the packed row holds exactly the padded batch's (position, target) pairs: the same examples, the same loss.
+    Then the row is shifted (:func:`shift_targets`): packing is for decoder-only LMs only.
     """
 
     def __call__(self, batch: list[dict]) -> dict[str, torch.Tensor]:
@@ -353,13 +352,14 @@ class PackingCollator:
             positions += range(n)
             labels += [-100, *b["labels"][1:]]
             novel += [0, *b["novel"][1:]]
-        out = {
+        labels, novel = shift_targets(labels, novel)
+        return {
             "input_ids": torch.tensor([ids]),
             "position_ids": torch.tensor([positions]),
             "labels": torch.tensor([labels]),
             "novel": torch.tensor([novel], dtype=torch.bool),
+            "target_index": target_index([labels]),
         }
-        return with_target_index(out, [labels])
 
 
 class LengthGroupedSampler(torch.utils.data.Sampler):

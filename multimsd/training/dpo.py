@@ -13,9 +13,9 @@ noisy preferences) the loss is ``(1 − ε)·(−log σ(βz)) + ε·(−log σ(�
 as the policy learns the preference.
 
 A sequence's log-probability is the sum over its target tokens of the log-softmax at the label
-(:func:`sequence_logps`): for mBART the decoder's logits and labels as they are (the model shifts the labels
-into the decoder inputs itself); for a causal model shift first (:func:`multimsd.training.loss.shift_labels`),
-with the prompt's positions set to the ignore index. No model, no Accelerate, no tokenizer here: TRL's
+(:func:`sequence_logps`) over logits and labels aligned position by position: for mBART the decoder's, as they
+are (the model shifts the labels into the decoder inputs itself); for a causal model as the collator gives them,
+shifted (:func:`multimsd.training.data.shift_targets`), the prompt's positions at the ignore index. No model, no Accelerate, no tokenizer here: TRL's
 ``DPOTrainer`` does this for causal models, but fed an encoder-decoder it puts prompt and completion into the
 encoder (a wrong loss, silently), so mBART gets these.
 """

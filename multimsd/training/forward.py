@@ -24,11 +24,7 @@ import logging
 import torch
 
 from multimsd.errors import MultimsdError
-from multimsd.training.chunked_loss import (
-    chunked_weighted_cross_entropy,
-    labelled_token_losses,
-    target_index_key,
-)
+from multimsd.training.chunked_loss import chunked_weighted_cross_entropy, labelled_token_losses
 from multimsd.training.config import LossSettings
 from multimsd.training.output_head import OutputHead, matches_logits
 
@@ -58,7 +54,7 @@ def label_count(kind, batch: dict) -> int:
     """The label tokens the loss averages over, known on the host: the length of the collator's target index
     (:func:`multimsd.training.data.target_index`; no device round trip), else the kind's count (which reads the
     labels on the device)."""
-    index = batch.get(target_index_key(kind.shift_labels))
+    index = batch.get("target_index")
     return index.numel() if index is not None else kind.label_tokens(batch)
 
 
@@ -172,8 +168,7 @@ class MicroBatchLoss:
                 bias=self.head.bias,
                 chunk_size=self.settings.chunk_size,
                 label_smoothing=self.settings.label_smoothing,
-                shift=self.kind.shift_labels,
-                target_index=batch.get(target_index_key(self.kind.shift_labels)),
+                target_index=batch.get("target_index"),
             )
 
     def items(self, batch: dict) -> int:
@@ -193,7 +188,7 @@ class MicroBatchLoss:
         if self.head is None:
             kw, start = self.kind.logits_forward_kw(self.unwrapped, batch, self.trim)
             out = model(**model_inputs(batch), **kw)
-            logits, labels = self.kind.align_logits(out.logits, batch["labels"][:, start:])
+            logits, labels = out.logits, batch["labels"][:, start:]
             ce = torch.nn.functional.cross_entropy(
                 logits.float().reshape(-1, logits.shape[-1]),
                 labels.reshape(-1),
@@ -202,7 +197,7 @@ class MicroBatchLoss:
             ).view(labels.shape)
             return ce.sum(1), (labels != -100).sum(1).float()
         hidden = self.hidden_states(model, batch)
-        index = batch.get(target_index_key(self.kind.shift_labels))
+        index = batch.get("target_index")
         with self.autocast():
             losses, where = labelled_token_losses(
                 hidden,
@@ -210,7 +205,6 @@ class MicroBatchLoss:
                 batch["labels"],
                 bias=self.head.bias,
                 chunk_size=self.settings.chunk_size,
-                shift=self.kind.shift_labels,
                 target_index=index,
             )
         # labelled positions come in row-major order: their row index says which example each loss belongs to

@@ -224,7 +224,7 @@ def build_dataloaders(s: Session) -> dict:
         }
     if len(tok["train"]) == 0:
         raise MultimsdError("no training example fits data.max_length")
-    collate = Collator(s.tokenizer.pad_token_id)
+    collate = Collator(s.tokenizer.pad_token_id, shift=kind.shift_labels)
     cols = ["input_ids", "labels", "novel"]
     s.packing = check_attention(cfg, kind, s.model, accelerator.device.type)  # GPU: no dense-mask attention
     if cfg.data.packing and not s.packing:

@@ -47,7 +47,6 @@ __all__ = [
     "check_theta",
     "count_label_tokens",
     "novel_token_mask",
-    "shift_labels",
     "weighted_cross_entropy",
     "weighted_token_loss",
     "word_level_novel_mask",
@@ -200,17 +199,6 @@ def check_theta(theta, name: str = "theta") -> None:
         )
 
 
-def shift_labels(
-    labels: torch.Tensor, novel: torch.Tensor | None, ignore_index: int = -100
-) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Decoder-only alignment: ``labels[:, t + 1]`` (and its novel flag) become the target of position ``t``, as
-    ``transformers``' ``ForCausalLMLoss`` shifts them; the last position gets ``ignore_index`` (not novel)."""
-    labels = F.pad(labels, (0, 1), value=ignore_index)[:, 1:]
-    if novel is not None:
-        novel = F.pad(novel.bool(), (0, 1), value=False)[:, 1:]
-    return labels, novel
-
-
 def weighted_token_loss(
     token_losses: torch.Tensor,
     novel: torch.Tensor | None,
@@ -292,7 +280,6 @@ def weighted_cross_entropy(
     novel_mask: torch.Tensor | None = None,
     num_items: int | torch.Tensor | None = None,
     label_smoothing: float = 0.0,
-    shift: bool = False,
 ) -> torch.Tensor:
     """Cross-entropy with novel label tokens weighted by ``theta`` (MultiMSD, section 4), from the logits.
 
@@ -303,22 +290,20 @@ def weighted_cross_entropy(
     Args:
         logits: ``[B, T, V]``, any float dtype; the cross-entropy is computed in at least float32 (the
             returned loss is float32 for bf16/fp16/float32 logits, float64 for float64 logits).
-        labels: ``LongTensor[B, T]``, ``ignore_index`` where there is no label. With ``shift=False`` (the
-            default; encoder-decoder models such as mBART) ``labels[:, t]`` is the target of
-            ``logits[:, t]``. Decoder-only models: pass the unshifted labels with ``shift=True``, which
-            predicts ``labels[:, t + 1]`` from ``logits[:, t]`` exactly as
-            ``transformers``' ``ForCausalLMLoss`` does (labels padded with ``ignore_index`` on the right).
+        labels: ``LongTensor[B, T]``, ``ignore_index`` where there is no label; ``labels[:, t]`` is the target of
+            ``logits[:, t]``. A decoder-only LM's labels are its input shifted by one (its output at ``t``
+            predicts the token at ``t + 1``, as ``transformers``' ``ForCausalLMLoss`` shifts them): in training
+            the collator shifts them, once (:func:`multimsd.training.data.shift_targets`).
         input_ids: ``LongTensor[B, S]``, the source ``X``; novelty is decided by :func:`novel_token_mask`
             with ``ignore_index``, ``input_pad_id``, ``special_ids`` and ``input_mask``.
         theta: weight of novel tokens, finite and > 0 (``MultimsdError`` otherwise); 1 = plain CE.
-        novel_mask: a precomputed ``BoolTensor[B, T]`` aligned with the *unshifted* ``labels`` (e.g. from
+        novel_mask: a precomputed ``BoolTensor[B, T]`` aligned with ``labels`` (e.g. from
             :func:`word_level_novel_mask`), instead of ``input_ids``. Give exactly one of the two.
-        num_items: denominator: the number of non-ignored label tokens (after shifting) in the whole
+        num_items: denominator: the number of non-ignored label tokens in the whole
             global batch (all accumulation micro-batches, all processes). ``None``: this batch's count,
             clamped to at least 1 so an all-ignored batch gives 0 rather than NaN (``F.cross_entropy`` gives
             NaN there).
         label_smoothing: as in ``F.cross_entropy``; the smoothed per-token loss is what gets weighted.
-        shift: see ``labels``.
 
     Returns:
         A scalar (see ``logits`` for its dtype). With ``theta == 1`` and ``num_items=None`` it equals
@@ -336,8 +321,6 @@ def weighted_cross_entropy(
             special_ids=special_ids,
             input_mask=input_mask,
         )
-    if shift:
-        labels, novel_mask = shift_labels(labels, novel_mask, ignore_index)
 
     V = logits.shape[-1]
     # Upcast half precision (bf16/fp16) to float32, as transformers' own losses do; keep float64.

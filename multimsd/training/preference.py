@@ -48,8 +48,8 @@ class PairCollator:
     by :class:`multimsd.training.data.Collator`), and ``ref`` ``[pairs, 2]``: the reference's log-probabilities
     of (chosen, rejected)."""
 
-    def __init__(self, pad_id: int):
-        self.rows = Collator(pad_id)
+    def __init__(self, pad_id: int, *, shift: bool):
+        self.rows = Collator(pad_id, shift=shift)
 
     def __call__(self, batch: list[dict]) -> dict[str, torch.Tensor]:
         out = self.rows([b["chosen"] for b in batch] + [b["rejected"] for b in batch])
@@ -137,7 +137,7 @@ def mine(s) -> tuple[dict[str, list[dict]], dict]:
             f"dpo: no preference pair among {len(sources['train'])} training sources (every sample passed the "
             "gates, or none did and dpo.fallback=skip); sample more (dpo.samples) or at a higher dpo.temperature"
         )
-    collate = PairCollator(s.tokenizer.pad_token_id)
+    collate = PairCollator(s.tokenizer.pad_token_id, shift=s.kind.shift_labels)
     encoded = {k: encode_pairs(s.kind, s.tokenizer, v, cfg.data.max_length) for k, v in pairs.items()}
     losses = s.kind.build_loss(
         cfg, s.model, s.tokenizer, accelerator, to_device(collate(encoded["train"][:1]), accelerator.device)
@@ -199,7 +199,7 @@ def build_pair_dataloaders(s) -> dict:
         log.info("dpo: the pairs mined before, read from %s", Path(s.out) / PAIRS_DIR)
     pairs, info = found if found is not None else mine(s)
     s.results["pairs"] = info
-    collate = PairCollator(s.tokenizer.pad_token_id)
+    collate = PairCollator(s.tokenizer.pad_token_id, shift=s.kind.shift_labels)
     train = encode_pairs(s.kind, s.tokenizer, pairs["train"], cfg.data.max_length)
     s.train_dl = torch.utils.data.DataLoader(
         train,

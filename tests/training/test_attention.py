@@ -117,7 +117,7 @@ def _losses(model, tokenizer, cfg, *, grad: bool):
 
     losses = get_kind("causal").build_loss(cfg, model, tokenizer, Accelerator(cpu=True))
     out = []
-    for batch in (Collator(tokenizer.pad_token_id)(EXAMPLES), PackingCollator()(EXAMPLES)):
+    for batch in (Collator(tokenizer.pad_token_id, shift=True)(EXAMPLES), PackingCollator()(EXAMPLES)):
         model.zero_grad()
         with torch.set_grad_enabled(grad):
             loss = losses(model, batch, step=0, micro_batch=0) / TARGETS
@@ -172,7 +172,7 @@ def test_packed_and_padded_losses_and_gradients_equal_through_flex_attention_on_
     cfg = _cfg("flex_attention")
     losses = get_kind("causal").build_loss(cfg, model, tokenizer, Accelerator())
     out = []
-    for batch in (Collator(tokenizer.pad_token_id)(EXAMPLES), PackingCollator()(EXAMPLES)):
+    for batch in (Collator(tokenizer.pad_token_id, shift=True)(EXAMPLES), PackingCollator()(EXAMPLES)):
         model.zero_grad()
         loss = losses(model, on_cuda(batch), step=0, micro_batch=0) / TARGETS
         loss.backward()

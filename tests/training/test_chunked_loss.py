@@ -9,6 +9,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+from helpers.causal import shifted
 
 from multimsd.errors import MultimsdError
 from multimsd.training.chunked_loss import chunked_weighted_cross_entropy, labelled_token_losses
@@ -39,8 +40,10 @@ def _grads(loss, *tensors):
 @pytest.mark.parametrize("chunk_size", [1, 3, 4096])
 def test_equals_the_logits_path_values_and_gradients(theta, shift, label_smoothing, chunk_size):
     hidden, weight, bias, labels, novel = _random_case()
+    if shift:  # a decoder-only LM's targets: the collator's shift
+        labels, novel = shifted(labels, novel)
     num_items = torch.tensor(17)  # a global count, larger than this batch's
-    kw = {"theta": theta, "num_items": num_items, "label_smoothing": label_smoothing, "shift": shift}
+    kw = {"theta": theta, "num_items": num_items, "label_smoothing": label_smoothing}
     ref = weighted_cross_entropy(F.linear(hidden, weight, bias), labels, novel_mask=novel, **kw)
     got = chunked_weighted_cross_entropy(
         hidden, weight, labels, novel, bias=bias, chunk_size=chunk_size, **kw
@@ -100,14 +103,14 @@ def test_hand_computed_bias_shift_and_smoothing():
     bias = torch.tensor([0.0, LN2, 0.0])
     weight = torch.zeros(3, 2)
     # shift: position t predicts labels[t + 1]; labels[0] is never a target; position 2 predicts nothing.
-    labels = torch.tensor([[2, 1, 0]])
-    novel = torch.tensor([[False, True, False]])
+    labels, novel = shifted(torch.tensor([[2, 1, 0]]), torch.tensor([[False, True, False]]))
+    assert labels.tolist() == [[1, 0, -100]] and novel.tolist() == [[True, False, False]]
     # position 0 -> label 1: -log(2/4) = ln2, novel (x3); position 1 -> label 0: -log(1/4) = 2 ln2, copied
-    loss = chunked_weighted_cross_entropy(hidden, weight, labels, novel, theta=3.0, bias=bias, shift=True)
+    loss = chunked_weighted_cross_entropy(hidden, weight, labels, novel, theta=3.0, bias=bias)
     assert loss.item() == pytest.approx((3 * LN2 + 2 * LN2) / 2, abs=1e-6)
     # eps = 0.1: CE = 0.9 * (-log p_y) + 0.1 * mean_v(-log p_v), mean_v = (2 ln2 + ln2 + 2 ln2) / 3 = 5 ln2 / 3
     smooth = chunked_weighted_cross_entropy(
-        hidden, weight, labels, None, theta=1.0, bias=bias, shift=True, label_smoothing=0.1
+        hidden, weight, labels, None, theta=1.0, bias=bias, label_smoothing=0.1
     )
     mean_v = 5 * LN2 / 3
     expected = ((0.9 * LN2 + 0.1 * mean_v) + (0.9 * 2 * LN2 + 0.1 * mean_v)) / 2

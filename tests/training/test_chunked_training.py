@@ -48,7 +48,8 @@ def model_and_batch(tmp_path, model: str, n: int = 4, lora: bool | None = None):
     torch.manual_seed(0)
     net, tok = load_model_and_tokenizer(tc.model)
     rows = select(load_pairs(None), tc.data, tc.seed)["train"][:n]
-    batch = Collator(tok.pad_token_id)(tokenize_rows(tok, rows, tc.model.kind, tc.data.max_length))
+    collate = Collator(tok.pad_token_id, shift=tc.model.kind == "causal")
+    batch = collate(tokenize_rows(tok, rows, tc.model.kind, tc.data.max_length))
     return tc, net, tok, batch
 
 

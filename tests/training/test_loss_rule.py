@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
+from helpers.causal import shifted
 
 from multimsd.errors import MultimsdError
 from multimsd.training import chunked_loss, loss, sampled_softmax
@@ -162,8 +163,10 @@ def test_logits_path_is_the_rule_on_its_token_losses(shift):
     hidden, weight, bias, labels, novel = _case()
     logits = F.linear(hidden, weight, bias)
     n = torch.tensor(23)
-    got = weighted_cross_entropy(logits, labels, novel_mask=novel, theta=4.0, num_items=n, shift=shift)
-    lab, nov = loss.shift_labels(labels, novel) if shift else (labels, novel)
+    lab, nov = (
+        shifted(labels, novel) if shift else (labels, novel)
+    )  # a decoder-only LM's: the collator's shift
+    got = weighted_cross_entropy(logits, lab, novel_mask=nov, theta=4.0, num_items=n)
     ce = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), lab.reshape(-1), reduction="none")
     ref = weighted_token_loss(ce, nov.reshape(-1), theta=4.0, num_items=n, labelled=lab.reshape(-1) != -100)
     _same_value_and_gradients(got, ref, (hidden, weight, bias))
@@ -173,11 +176,13 @@ def test_logits_path_is_the_rule_on_its_token_losses(shift):
 def test_chunked_path_is_the_rule_on_its_token_losses(shift):
     hidden, weight, bias, labels, novel = _case(seed=1)
     n = torch.tensor(23)
+    lab, nov = (
+        shifted(labels, novel) if shift else (labels, novel)
+    )  # a decoder-only LM's: the collator's shift
     got = chunked_weighted_cross_entropy(
-        hidden, weight, labels, novel, theta=4.0, num_items=n, bias=bias, chunk_size=4, shift=shift
+        hidden, weight, lab, nov, theta=4.0, num_items=n, bias=bias, chunk_size=4
     )
-    token_losses, where = labelled_token_losses(hidden, weight, labels, bias=bias, chunk_size=4, shift=shift)
-    nov = loss.shift_labels(labels, novel)[1] if shift else novel
+    token_losses, where = labelled_token_losses(hidden, weight, lab, bias=bias, chunk_size=4)
     ref = weighted_token_loss(token_losses, nov[where], theta=4.0, num_items=n)
     _same_value_and_gradients(got, ref, (hidden, weight, bias))
 

@@ -215,7 +215,7 @@ def tiny_model(tok, attention="bahdanau", input_feeding=True, size=16, layers=2,
 
 
 def batch_of(tok, rows, max_length=50):
-    return Collator(tok.pad_token_id)(tokenize_rows(tok, rows, "lstm", max_length))
+    return Collator(tok.pad_token_id, shift=False)(tokenize_rows(tok, rows, "lstm", max_length))
 
 
 @pytest.mark.parametrize("attention", ["bahdanau", "luong"])

@@ -23,10 +23,11 @@ def test_builtin_kinds_dispatch():
     assert isinstance(get_kind("lstm"), LstmKind)
     assert {"causal", "seq2seq", "lstm"} <= set(MODEL_KINDS)
     labels = torch.tensor([[-100, 4, 5], [-100, -100, 6]])
-    # decoder-only: logits[:, t] predict labels[:, t + 1]; encoder-decoders take the labels
+    # a batch's labels are its outputs' targets for every kind (a decoder-only LM's come shifted by the collator)
     assert get_kind("causal").label_tokens({"labels": labels}) == 3
     assert get_kind("seq2seq").label_tokens({"labels": labels}) == 3
-    assert get_kind("causal").label_tokens({"labels": labels[:, [1, 0, 2]]}) == 2
+    assert get_kind("causal").label_tokens({"labels": labels[:, [1, 0, 2]]}) == 3
+    assert get_kind("causal").shift_labels and not get_kind("seq2seq").shift_labels
     assert get_kind("seq2seq").forward_kw({"labels": labels}, True)[0]["labels"] is labels
     assert get_kind("causal").supports_icl and not get_kind("seq2seq").supports_icl
 

@@ -19,24 +19,32 @@ EXAMPLES = [
 
 
 def targets(batch: dict) -> list[tuple[int, int, bool]]:
-    """(input token, next label, novel) for every position a causal LM learns from, in order."""
+    """(input token, its target, novel) for every position a causal LM learns from, in order: the collators
+    shift, so ``labels[t]`` is the target of the output at ``t``, the next token."""
     out = []
     for ids, labels, novel in zip(batch["input_ids"], batch["labels"], batch["novel"]):
-        for t in range(len(ids) - 1):
-            if labels[t + 1] != -100:
-                out.append((int(ids[t]), int(labels[t + 1]), bool(novel[t + 1])))
+        for t in range(len(ids)):
+            if labels[t] != -100:
+                out.append((int(ids[t]), int(labels[t]), bool(novel[t])))
     return out
 
 
 def test_packed_row_holds_the_padded_batchs_targets_and_no_padding():
     packed = PackingCollator()(EXAMPLES)
-    padded = Collator(pad_id=0)(EXAMPLES)
+    padded = Collator(pad_id=0, shift=True)(EXAMPLES)
     assert packed["input_ids"].tolist() == [[1, 11, 12, 21, 22, 1, 13, 23, 24, 14, 25]]
     assert packed["position_ids"].tolist() == [[0, 1, 2, 3, 4, 0, 1, 2, 0, 1, 2]]
     assert "attention_mask" not in packed  # no mask: transformers then reads the boundaries off position_ids
-    assert packed["labels"].tolist() == [[-100, -100, -100, 21, 22, -100, -100, 23, -100, -100, 25]]
+    # each example's first label cleared, then the row shifted: labels[t] is the token after t
+    assert packed["labels"].tolist() == [[-100, -100, 21, 22, -100, -100, 23, -100, -100, 25, -100]]
     assert packed["novel"].tolist() == [
-        [False, False, False, True, False, False, False, True, False, False, False]
+        [False, False, True, False, False, False, True, False, False, False, False]
+    ]
+    assert packed["target_index"].tolist() == [2, 3, 6, 9]
+    assert padded["labels"].tolist() == [
+        [-100, -100, 21, 22, -100],
+        [-100, 23, -100, -100, -100],
+        [-100, 25, -100, -100, -100],
     ]
     # No shifted target crosses an example boundary (22 -> first of example 2, 23 -> 24 are not learned).
     assert (

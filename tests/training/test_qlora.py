@@ -56,7 +56,8 @@ def loaded(tmp_path, quantization: str = "4bit", n: int = 4, **model):
     torch.manual_seed(0)
     net, tok = load_model_and_tokenizer(tc.model)
     rows = select(load_pairs(None), tc.data, tc.seed)["train"][:n]
-    batch = Collator(tok.pad_token_id)(tokenize_rows(tok, rows, tc.model.kind, tc.data.max_length))
+    collate = Collator(tok.pad_token_id, shift=tc.model.kind == "causal")
+    batch = collate(tokenize_rows(tok, rows, tc.model.kind, tc.data.max_length))
     return tc, net, tok, batch
 
 
@@ -170,7 +171,9 @@ def test_weighted_loss_at_theta_1_is_the_plain_loss_and_chunked_is_the_logits_pa
         losses = kind.build_loss(tc, net, tok, Accelerator(cpu=True), probe=batch)
         assert losses.chunked == chunked
         got[chunked, theta] = float(losses(net, batch, step=0, micro_batch=0) / n)
-    plain = net(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=batch["labels"])
+    # the model shifts its labels itself: as they were before the collator's shift (every row starts with a prompt)
+    unshifted = torch.nn.functional.pad(batch["labels"], (1, 0), value=-100)[:, :-1]
+    plain = net(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=unshifted)
     assert got[False, 1.0] == pytest.approx(float(plain.loss), rel=1e-5)
     assert got[True, 1.0] == pytest.approx(got[False, 1.0], rel=1e-5)
     assert got[True, 4.0] == pytest.approx(got[False, 4.0], rel=1e-5)

@@ -157,7 +157,7 @@ def test_iterating_the_training_data_leaves_the_global_rng_alone(tmp_path):
         ]
     )
     for data in (TrainData(), TrainData(group_by_length=True), TrainData(shuffle=False)):
-        dl = train_dataloader(rows, data, 4, 0, Collator(0))
+        dl = train_dataloader(rows, data, 4, 0, Collator(0, shift=True))
         torch.manual_seed(1)
         before = torch.get_rng_state()
         for _ in range(2):

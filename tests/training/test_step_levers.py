@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from multimsd.training.kinds import get_kind
 from multimsd.training.loop import run, to_train_config
 
 pytestmark = pytest.mark.usefixtures("fresh_accelerate_state")
@@ -34,7 +35,8 @@ def _model_and_batch(model: str, n: int = 4, lora: bool = False):
     torch.manual_seed(0)
     net, tok = load_model_and_tokenizer(tc.model)
     rows = select(load_pairs(None), tc.data, tc.seed)["train"][:n]
-    batch = Collator(tok.pad_token_id)(tokenize_rows(tok, rows, kind, tc.data.max_length))
+    collate = Collator(tok.pad_token_id, shift=get_kind(kind).shift_labels)
+    batch = collate(tokenize_rows(tok, rows, kind, tc.data.max_length))
     return tc, net, tok, batch
 
 
@@ -43,23 +45,25 @@ def test_target_index_by_hand():
     from multimsd.training.data import Collator, PackingCollator, target_index
 
     labels = [[-100, 5, 6], [7, -100, -100]]
-    assert target_index(labels, shift=False).tolist() == [1, 2, 3]  # b * 3 + t where labels[b][t] is one
-    assert target_index(labels, shift=True).tolist() == [0, 1]  # t where labels[b][t + 1] is one
-    b = Collator(pad_id=0)(
-        [
-            {"input_ids": [1, 2, 3], "labels": [-100, 5, 6], "novel": [0, 1, 0]},
-            {"input_ids": [4], "labels": [7], "novel": [1]},
-        ]
-    )
-    assert b["target_index"].tolist() == [1, 2, 3] and b["target_index_shifted"].tolist() == [0, 1]
+    assert target_index(labels).tolist() == [1, 2, 3]  # b * 3 + t where labels[b][t] is one
+    rows = [
+        {"input_ids": [1, 2, 3], "labels": [-100, 5, 6], "novel": [0, 1, 0]},
+        {"input_ids": [4], "labels": [7], "novel": [1]},
+    ]
+    b = Collator(pad_id=0, shift=False)(rows)  # an encoder-decoder: labels as they are
+    assert b["labels"].tolist() == labels and b["target_index"].tolist() == [1, 2, 3]
+    b = Collator(pad_id=0, shift=True)(rows)  # a decoder-only LM: labels[t] is the token after t
+    assert b["labels"].tolist() == [[5, 6, -100], [-100, -100, -100]]
+    assert b["novel"].tolist() == [[True, False, False], [False, False, False]]
+    assert b["target_index"].tolist() == [0, 1]  # the 7 of row 2 follows nothing: never a target
     p = PackingCollator()(
         [
             {"input_ids": [1, 2, 3], "labels": [-100, 2, 3], "novel": [0, 0, 0]},
             {"input_ids": [4, 5], "labels": [-100, 5], "novel": [0, 0]},
         ]
     )
-    # one row of 5: labels [-100, 2, 3, -100, 5]; position t predicts t + 1
-    assert p["target_index_shifted"].tolist() == [0, 1, 3]
+    # one row of 5, targets [2, 3, -100, 5, -100]
+    assert p["labels"].tolist() == [[2, 3, -100, 5, -100]] and p["target_index"].tolist() == [0, 1, 3]
 
 
 @pytest.mark.integration
@@ -146,7 +150,14 @@ def test_gradients_equal_the_models_own_loss(model, lora, chunked):
     kind = get_kind(tc.model.kind)
     inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
     net.zero_grad()
-    ref = net(**inputs, labels=batch["labels"]).loss
+    labels = batch["labels"]
+    if (
+        kind.shift_labels
+    ):  # a causal LM shifts its labels itself: give it them as they were before the collator
+        labels = torch.nn.functional.pad(labels, (1, 0), value=-100)[
+            :, :-1
+        ]  # (every row starts with a prompt)
+    ref = net(**inputs, labels=labels).loss
     ref.backward()
     want = {k: p.grad.clone() for k, p in net.named_parameters() if p.grad is not None}
     net.zero_grad()
@@ -231,7 +242,7 @@ SYNCING = {"aten::nonzero", "aten::masked_select", "aten::_local_scalar_dense", 
 @pytest.mark.parametrize("theta", [4.0, 1.0])
 @pytest.mark.parametrize("shift", [True, False])
 def test_the_loss_picks_its_rows_without_a_host_sync(shift, theta):
-    from multimsd.training.chunked_loss import chunked_weighted_cross_entropy, target_index_key
+    from multimsd.training.chunked_loss import chunked_weighted_cross_entropy
     from multimsd.training.data import Collator
 
     torch.manual_seed(0)
@@ -239,7 +250,7 @@ def test_the_loss_picks_its_rows_without_a_host_sync(shift, theta):
         {"input_ids": [1, 2, 3, 4], "labels": [-100, -100, 3, 4], "novel": [0, 0, 1, 0]},
         {"input_ids": [5, 6], "labels": [-100, 6], "novel": [0, 1]},
     ]
-    batch = Collator(pad_id=0)(examples)
+    batch = Collator(pad_id=0, shift=shift)(examples)
     hidden = torch.randn(2, 4, 8, requires_grad=True)
     weight = torch.randn(11, 8, requires_grad=True)
 
@@ -251,16 +262,15 @@ def test_the_loss_picks_its_rows_without_a_host_sync(shift, theta):
             batch["novel"],
             theta=theta,
             num_items=torch.tensor(3),  # a tensor, as the loop passes it on several processes
-            shift=shift,
             target_index=index,
         )
         out.backward()
         return out
 
-    with_index = _ops(lambda: loss(batch[target_index_key(shift)]))
+    with_index = _ops(lambda: loss(batch["target_index"]))
     assert not (with_index & SYNCING), with_index & SYNCING
     assert _ops(lambda: loss(None)) & SYNCING  # the boolean mask's way does synchronise: the test can fail
-    a, b = loss(batch[target_index_key(shift)]), loss(None)
+    a, b = loss(batch["target_index"]), loss(None)
     assert float(a) == pytest.approx(float(b), rel=1e-6)
 
 

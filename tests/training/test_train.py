@@ -278,7 +278,8 @@ def test_logits_only_from_the_first_label_give_the_same_loss(tmp_path):
 
     # Hand-made: the earliest label is at position 3 (row 1), so logits from position 2 on: 6 - 2 = 4 kept.
     labels = torch.tensor([[-100, -100, -100, -100, 5, 6], [-100, -100, -100, 7, 8, -100], [-100] * 6])
-    assert _forward_kw({"labels": labels}, "causal", True) == ({"logits_to_keep": 4}, 2)
+    # the labels come shifted (labels[:, t] is the target of logits[:, t]): logits from the earliest label on
+    assert _forward_kw({"labels": labels}, "causal", True) == ({"logits_to_keep": 3}, 3)
     assert _forward_kw({"labels": labels}, "causal", False) == ({}, 0)
     assert _forward_kw({"labels": torch.full((2, 3), -100)}, "causal", True) == ({}, 0)
     assert _forward_kw({"labels": labels}, "seq2seq", True)[1] == 0
@@ -288,7 +289,7 @@ def test_logits_only_from_the_first_label_give_the_same_loss(tmp_path):
     assert accepts_logits_to_keep(model)
     model.eval()
     rows = select(load_pairs(None), tc.data, tc.seed)["train"][:4]
-    b = Collator(tok.pad_token_id)(tokenize_rows(tok, rows, "causal", 512))
+    b = Collator(tok.pad_token_id, shift=True)(tokenize_rows(tok, rows, "causal", 512))
     kw, start = _forward_kw(b, "causal", True)
     assert start > 10  # the chat prompt is long: most positions need no logits
     with torch.no_grad():
@@ -296,9 +297,9 @@ def test_logits_only_from_the_first_label_give_the_same_loss(tmp_path):
         part = model(input_ids=b["input_ids"], attention_mask=b["attention_mask"], **kw).logits
     assert part.shape[1] == b["labels"].shape[1] - start
     for theta in (1.0, 4.0):
-        a = weighted_cross_entropy(full, b["labels"], novel_mask=b["novel"], theta=theta, shift=True)
+        a = weighted_cross_entropy(full, b["labels"], novel_mask=b["novel"], theta=theta)
         c = weighted_cross_entropy(
-            part, b["labels"][:, start:], novel_mask=b["novel"][:, start:], theta=theta, shift=True
+            part, b["labels"][:, start:], novel_mask=b["novel"][:, start:], theta=theta
         )
         assert float(c) == pytest.approx(float(a), rel=1e-5)
 

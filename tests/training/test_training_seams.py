@@ -110,15 +110,17 @@ def test_data_order_and_the_first_steps_loss(tmp_path, shuffle):
 
     s = session_with(tmp_path, shuffle=shuffle)
     rows = select(load_pairs(None), s.cfg.data, s.cfg.seed)["train"]
-    want = Collator(s.tokenizer.pad_token_id)(tokenize_rows(s.tokenizer, rows[:4], "causal", 512))
+    want = Collator(s.tokenizer.pad_token_id, shift=True)(tokenize_rows(s.tokenizer, rows[:4], "causal", 512))
     first = next(iter(s.train_dl))
     same = first["input_ids"].shape == want["input_ids"].shape and torch.equal(
         first["input_ids"], want["input_ids"]
     )
     assert same != shuffle
+    # the model shifts its labels itself: as they were before the collator's shift (every row starts with a prompt)
+    unshifted = torch.nn.functional.pad(first["labels"], (1, 0), value=-100)[:, :-1]
     with torch.no_grad():
         plain = s.model(
-            input_ids=first["input_ids"], attention_mask=first["attention_mask"], labels=first["labels"]
+            input_ids=first["input_ids"], attention_mask=first["attention_mask"], labels=unshifted
         ).loss
     assert train_step(s, [first])["loss"] == pytest.approx(float(plain), rel=1e-5)
 

@@ -11,6 +11,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+from helpers.causal import shifted
 
 from multimsd.errors import MultimsdError
 from multimsd.training.loss import (
@@ -68,8 +69,9 @@ def test_hand_computed_shift_for_causal_lm():
     # Decoder-only layout: logits[t] predicts labels[t + 1]. Prepending one label (never predicted) and
     # appending one logits row (predicts nothing) gives back the hand example: ln18 / 2.
     logits = torch.cat([HAND_LOGITS, torch.tensor([[[5.0, -1.0, 2.0]]])], dim=1)
-    labels = torch.tensor([[2, 0, 1]])
-    loss = weighted_cross_entropy(logits, labels, HAND_INPUT, theta=2.0, shift=True)
+    labels = shifted(torch.tensor([[2, 0, 1]]))  # the collator's shift: [[0, 1, -100]]
+    assert labels.tolist() == [[0, 1, -100]]
+    loss = weighted_cross_entropy(logits, labels, HAND_INPUT, theta=2.0)
     assert loss.item() == pytest.approx(1.4451858789, abs=1e-6)
 
 
@@ -123,7 +125,8 @@ def test_theta_one_shift_equals_transformers_causal_lm_loss():
     labels = torch.randint(0, V, (B, T), generator=g)
     labels[0, :2] = -100
     n = torch.tensor(13)  # a "global" count larger than this batch's
-    ours = weighted_cross_entropy(logits, labels, labels, theta=1.0, shift=True, num_items=n)
+    # the collator's shift and then our loss: transformers' loss, which shifts inside
+    ours = weighted_cross_entropy(logits, shifted(labels), labels, theta=1.0, num_items=n)
     ref = ForCausalLMLoss(logits, labels, V, num_items_in_batch=n)
     torch.testing.assert_close(ours, ref, rtol=1e-6, atol=1e-7)
 

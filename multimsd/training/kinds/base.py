@@ -85,7 +85,9 @@ class ModelKind:
     default_pretrained: str | None = None
     supports_icl = False  # mode=icl prompts a chat model
     supports_sampling = False  # eval.do_sample (and mode=dpo, which samples its candidates): 🤗 generate's
-    shift_labels = False  # True where logits[:, t] predicts labels[:, t + 1] (a decoder-only LM)
+    # True where the output at t predicts the token at t + 1 (a decoder-only LM): the collator then shifts the
+    # labels once (multimsd.training.data.shift_targets), and the losses read labels[:, t] as the target of t
+    shift_labels = False
     # data.packing: the model takes a micro-batch's examples as one row, told apart by restarting position_ids
     supports_packing = False
 
@@ -156,14 +158,7 @@ class ModelKind:
 
     def label_tokens(self, batch: dict) -> int:
         """How many label tokens of ``batch`` the loss averages over."""
-        labels = batch["labels"][:, 1:] if self.shift_labels else batch["labels"]
-        return int(labels.ne(-100).sum())
-
-    def align_logits(self, logits, labels):
-        """Logits and labels position by position (a decoder-only LM's logits predict the next label)."""
-        if self.shift_labels:
-            return logits[:, :-1], labels[:, 1:]
-        return logits, labels
+        return int(batch["labels"].ne(-100).sum())
 
     def build_loss(self, cfg, model, tokenizer, accelerator, probe: dict | None = None):
         """The run's training loss (a :class:`multimsd.training.forward.MicroBatchLoss`), built once: the one
@@ -204,7 +199,6 @@ class ModelKind:
                 theta=settings.theta,
                 num_items=1,  # the sum: the step divides it by its label tokens
                 label_smoothing=settings.label_smoothing,
-                shift=self.shift_labels,
             )
 
         return loss

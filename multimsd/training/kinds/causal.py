@@ -92,8 +92,8 @@ class CausalKind(TransformerKind):
         rows = labelled.any(dim=1)
         if not trim or not rows.any():
             return {}, 0
-        # logits[:, t] predicts labels[:, t + 1]: keep the positions from one before the earliest label on.
-        start = max(int(labelled[rows].float().argmax(dim=1).min()) - 1, 0)
+        # the labels come shifted (labels[:, t] is the target of logits[:, t]): keep from the earliest label on
+        start = int(labelled[rows].float().argmax(dim=1).min())
         return {"logits_to_keep": batch["labels"].shape[1] - start}, start
 
     def hidden_forward_kw(self, model, batch: dict) -> dict:
