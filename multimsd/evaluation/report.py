@@ -53,7 +53,21 @@ def _ranked(entries: list[dict]) -> str:
 
 
 def markdown_report(results: dict) -> str:
+    """``table.md``: the heading and ranking, the summary tables, a table per language, then the shares of
+    degenerate outputs and the paired comparisons."""
     include = results["settings"]["metrics"]["include"]
+    metrics = [m for name, m in METRICS.items() if name in include]
+    out = _heading(results)
+    out += _summary_tables(results, metrics)
+    out += _per_language(results, _columns(results, metrics))
+    out += _not_pooled(results)
+    out += _outputs_table(results)
+    out += _comparisons(results)
+    return "\n".join(out) + "\n"
+
+
+def _heading(results: dict) -> list[str]:
+    """The title, what was scored and how, the ranking, the bootstrap's settings and the warnings."""
     langs = results["languages"]
     rk = results["ranking"]
     out = [
@@ -85,7 +99,13 @@ def markdown_report(results: dict) -> str:
     warnings = warning_lines(results)
     if warnings:
         out += ["", *(f"> **{w}**" for w in warnings)]
-    metrics = [m for name, m in METRICS.items() if name in include]
+    return out
+
+
+def _summary_tables(results: dict, metrics: list) -> list[str]:
+    """One table per metric that has a summary table: each system's score per language, avg (and all)."""
+    langs = results["languages"]
+    out: list[str] = []
     for m in metrics:
         if m.summary_table:
             lower = None if m.higher_is_better is None else not m.higher_is_better
@@ -97,31 +117,23 @@ def markdown_report(results: dict) -> str:
                 "",
                 *_table(score_table(results, m.name, cols, lower, ci_digits=1)),
             ]
-    # Per-language columns: the scores, then the medical-term counts, then the text features.
+    return out
+
+
+def _columns(results: dict, metrics: list) -> list[Column]:
+    """Per-language columns: the scores, then the medical-term counts, then the text features."""
     cols: list[Column] = [c for m in metrics if m.group != "features" for c in m.columns]
-    if any(results["per_language"][g].get("term_types") for g in langs):
+    if any(results["per_language"][g].get("term_types") for g in results["languages"]):
         cols.append(Column("terms", "term_types", reference="term_types.{side}"))
     cols += [c for m in metrics if m.group == "features" for c in m.columns]
+    return cols
 
-    out += ["", "## Per language"]
-    for g in langs + (["all"] if "all" in results["pooled"]["languages"] else []):
-        if g == "all":
-            head = f"### all (pooled: {', '.join(results['pooled']['computed']) or 'nothing'})"
-        else:
-            info = results["per_language"][g]
-            mode = f"; METEOR {info['meteor_mode']}" if "meteor_mode" in info else ""
-            head = (
-                f"### {g} — tokenizer {info['tokenizer']}, {info['n_sentences']} sentences, "
-                f"{info['n_references']} reference(s){mode}"
-            )
-        rows = []
-        if g != "all":
-            for side in ("source", "reference"):
-                cells = [
-                    Cell(num(lookup(info, c.reference.format(side=side)))) if c.reference else Cell("")
-                    for c in cols
-                ]
-                rows.append([Cell(f"*{side}*"), *cells])
+
+def _per_language(results: dict, cols: list[Column]) -> list[str]:
+    """A table per language (and the pooled "all"): the source and references, then every system."""
+    out = ["", "## Per language"]
+    for g in results["languages"] + (["all"] if "all" in results["pooled"]["languages"] else []):
+        rows = [] if g == "all" else _source_and_reference_rows(results["per_language"][g], cols)
         for s, per in results["systems"].items():
             res = per.get(g, {})
             ci = res.get("ci") or {}
@@ -134,20 +146,50 @@ def markdown_report(results: dict) -> str:
         for row in rows:  # every column after the name holds numbers: right-aligned
             for cell in row[1:]:
                 cell.num = True
-        out += ["", head, "", *_table(Table(["system", *(c.header for c in cols)], rows))]
-    skipped = results["pooled"]["skipped"]
-    if skipped and len(langs) > 1:
-        reasons: dict[str, list[str]] = {}
-        for m, why in skipped.items():
-            reasons.setdefault(why, []).append(m)
         out += [
             "",
-            "Not pooled over languages: "
-            + "; ".join(f"{', '.join(ms)}: {why}" for why, ms in reasons.items()),
+            _language_heading(results, g),
+            "",
+            *_table(Table(["system", *(c.header for c in cols)], rows)),
         ]
-    out += _outputs_table(results)
-    out += _comparisons(results)
-    return "\n".join(out) + "\n"
+    return out
+
+
+def _language_heading(results: dict, g: str) -> str:
+    """``### en — tokenizer 13a, 120 sentences, 1 reference(s)``; for "all", what was pooled."""
+    if g == "all":
+        return f"### all (pooled: {', '.join(results['pooled']['computed']) or 'nothing'})"
+    info = results["per_language"][g]
+    mode = f"; METEOR {info['meteor_mode']}" if "meteor_mode" in info else ""
+    return (
+        f"### {g} — tokenizer {info['tokenizer']}, {info['n_sentences']} sentences, "
+        f"{info['n_references']} reference(s){mode}"
+    )
+
+
+def _source_and_reference_rows(info: dict, cols: list[Column]) -> list[list[Cell]]:
+    """The *source* and *reference* rows of one language's table (blank where a column has no such value)."""
+    rows = []
+    for side in ("source", "reference"):
+        cells = [
+            Cell(num(lookup(info, c.reference.format(side=side)))) if c.reference else Cell("") for c in cols
+        ]
+        rows.append([Cell(f"*{side}*"), *cells])
+    return rows
+
+
+def _not_pooled(results: dict) -> list[str]:
+    """Which metrics were not pooled over the languages, and why."""
+    skipped = results["pooled"]["skipped"]
+    if not (skipped and len(results["languages"]) > 1):
+        return []
+    reasons: dict[str, list[str]] = {}
+    for m, why in skipped.items():
+        reasons.setdefault(why, []).append(m)
+    return [
+        "",
+        "Not pooled over languages: " + "; ".join(f"{', '.join(ms)}: {why}" for why, ms in reasons.items()),
+    ]
 
 
 def _outputs_table(results: dict) -> list[str]:

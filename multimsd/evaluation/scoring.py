@@ -136,20 +136,7 @@ def pool_languages(
     cfg: EvaluateConfig,
 ) -> tuple[dict[str, dict], dict]:
     """Scores over all languages together where meaningful (module docstring); (per-system, report)."""
-    from multimsd.metrics import reference_streams, score_language
-
-    toks = {info[lang]["tokenizer"] for lang in langs}
-    ks = {info[lang]["n_references"] for lang in langs}
-    one_tok, one_k = len(toks) == 1, len(ks) == 1
-    by_tok: dict[str, list[str]] = {}
-    for g in langs:
-        by_tok.setdefault(info[g]["tokenizer"], []).append(g)
-    why_tok = (
-        "languages use different tokenizers ("
-        + "; ".join(f"{t}: {' '.join(gs)}" for t, gs in by_tok.items())
-        + ")"
-    )
-    why_k = "languages have different numbers of references"
+    why_tok, why_k = _pooling_obstacles(langs, info)
     computed, skipped = [], {}
     rows = [i for i, lang in enumerate(refs.lang) if lang in langs]
     n = len(rows)
@@ -160,49 +147,28 @@ def pool_languages(
     # number of references, character-based ones only the latter.
     rescored = []
     for m in metrics:
-        if m.pooling == "corpus" and not (one_tok and one_k):
-            skipped[m.name] = why_tok if not one_tok else why_k
-        elif m.pooling == "characters" and not one_k:
+        if m.pooling == "corpus" and (why_tok or why_k):
+            skipped[m.name] = why_tok or why_k
+        elif m.pooling == "characters" and why_k:
             skipped[m.name] = why_k
         elif m.pooling in ("corpus", "characters"):
             rescored.append(m.name)
     if rescored:
-        sources = [refs.complex[i] for i in rows]
-        streams = reference_streams([refs.refs[i] for i in rows], refs.name)
-        tok = next(iter(toks)) if one_tok else "13a"  # character metrics alone ignore the tokenizer
-        for name, preds in systems.items():
-            outputs = [preds[i] for i in rows]
-            pooled[name].update(
-                score_language(
-                    sources,
-                    outputs,
-                    streams,
-                    lang=None,
-                    tokenizer=tok,
-                    settings=cfg.metrics,
-                    include=rescored,
-                )
-            )
-            if one_tok:
-                pooled[name]["tokenizer"] = tok
+        one_tok = info[langs[0]]["tokenizer"] if why_tok is None else None
+        _rescore(pooled, rescored, rows, refs, systems, cfg, one_tok)
         computed += rescored
 
-    def weighted(values: list) -> Any:
-        if isinstance(values[0], dict):
-            return {k: weighted([v[k] for v in values]) for k in values[0]}
-        if isinstance(values[0], str):  # a fact that agrees over the languages (checked by `agree`)
-            return values[0]
-        return sum(v * info[lang]["n_sentences"] for v, lang in zip(values, langs)) / n
-
+    # Combined from the per-language results: a mean weighted by the sentences, or a sum.
+    weights = [info[lang]["n_sentences"] for lang in langs]
     for m in metrics:
         if m.pooling == "weighted-mean":
             disagree = [why for key, why in m.agree if len({info[g].get(key) for g in langs}) > 1]
-            if not one_tok or disagree:
-                skipped[m.name] = why_tok if not one_tok else disagree[0]
+            if why_tok or disagree:
+                skipped[m.name] = why_tok or disagree[0]
                 continue
             for name in systems:
                 for key in m.result_keys:
-                    pooled[name][key] = weighted([per_lang[g][name][key] for g in langs])
+                    pooled[name][key] = _weighted([per_lang[g][name][key] for g in langs], weights, n)
             computed.append(m.name)
         elif m.pooling == "sum":
             for name in systems:
@@ -219,6 +185,59 @@ def pool_languages(
                 pooled[name]["term_types"] = sum(per_lang[g][name]["term_types"] for g in counted)
             computed.append("term_types (sum over languages with a dictionary)")
     return pooled, {"computed": computed, "skipped": skipped}
+
+
+def _pooling_obstacles(langs: list[str], info: dict[str, dict]) -> tuple[str | None, str | None]:
+    """Why the languages cannot be pooled: their tokenizers differ, their numbers of references differ
+    (None where they agree)."""
+    by_tok: dict[str, list[str]] = {}
+    for g in langs:
+        by_tok.setdefault(info[g]["tokenizer"], []).append(g)
+    why_tok = (
+        "languages use different tokenizers ("
+        + "; ".join(f"{t}: {' '.join(gs)}" for t, gs in by_tok.items())
+        + ")"
+    )
+    why_k = "languages have different numbers of references"
+    one_k = len({info[lang]["n_references"] for lang in langs}) == 1
+    return (None if len(by_tok) == 1 else why_tok), (None if one_k else why_k)
+
+
+def _rescore(
+    pooled: dict[str, dict],
+    include: list[str],
+    rows: list[int],
+    refs: ReferenceSet,
+    systems: dict[str, list],
+    cfg: EvaluateConfig,
+    one_tok: str | None,
+) -> None:
+    """Each system's ``include`` metrics over the ``rows`` of all languages at once, into ``pooled``;
+    ``one_tok``: the languages' one tokenizer (None where they differ: then only character metrics are here)."""
+    from multimsd.metrics import reference_streams, score_language
+
+    sources = [refs.complex[i] for i in rows]
+    streams = reference_streams([refs.refs[i] for i in rows], refs.name)
+    tok = one_tok if one_tok is not None else "13a"  # character metrics alone ignore the tokenizer
+    for name, preds in systems.items():
+        outputs = [preds[i] for i in rows]
+        pooled[name].update(
+            score_language(
+                sources, outputs, streams, lang=None, tokenizer=tok, settings=cfg.metrics, include=include
+            )
+        )
+        if one_tok is not None:
+            pooled[name]["tokenizer"] = tok
+
+
+def _weighted(values: list, weights: list[int], n: int) -> Any:
+    """The mean of per-language ``values`` weighted by their sentences; a dict key by key; a string (a fact
+    that agrees over the languages, checked by the metric's ``agree``) as it is."""
+    if isinstance(values[0], dict):
+        return {k: _weighted([v[k] for v in values], weights, n) for k in values[0]}
+    if isinstance(values[0], str):
+        return values[0]
+    return sum(v * w for v, w in zip(values, weights)) / n
 
 
 # ---------------------------------------------------------------------------------------------- ranking

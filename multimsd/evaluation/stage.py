@@ -37,7 +37,7 @@ from omegaconf import DictConfig, OmegaConf
 from multimsd import LANGUAGES, __version__, interrupts, runlock
 from multimsd.config import EvaluateConfig
 from multimsd.errors import MultimsdError
-from multimsd.evaluation.inputs import BASELINES, load_predictions, load_references
+from multimsd.evaluation.inputs import BASELINES, ReferenceSet, load_predictions, load_references
 from multimsd.evaluation.intervals import bootstrap_settings, check_bootstrap, language_intervals
 from multimsd.evaluation.report import markdown_report, write_outputs
 from multimsd.evaluation.scoring import evaluate_language, parse_select_by, pool_languages, rank_systems
@@ -174,13 +174,7 @@ def _evaluate(cfg: EvaluateConfig, out_dir: Path) -> dict:
 
     # 1. references and predictions
     refs = load_references(cfg)
-    present = [g for g in LANGUAGES if g in set(refs.lang)]
-    langs = [g for g in present if g in cfg.refs.languages] if cfg.refs.languages else present
-    if not langs:
-        raise MultimsdError(
-            f"{refs.name}: no rows in refs.languages={list(cfg.refs.languages or [])} "
-            f"(it has {', '.join(present)})"
-        )
+    langs = _languages(cfg, refs)
     tokenizers = resolve_tokenizers(langs, dict(cfg.tokenizer))
     systems, system_info = {}, {}
     for name, spec in cfg.systems.items():
@@ -191,9 +185,8 @@ def _evaluate(cfg: EvaluateConfig, out_dir: Path) -> dict:
     # 2. scores per language, then pooled
     per_language, per_lang_scores = {}, {}
     for lang in langs:
-        rows = [i for i, x in enumerate(refs.lang) if x == lang]
         per_language[lang], per_lang_scores[lang] = evaluate_language(
-            lang, tokenizers[lang], rows, refs, systems, cfg
+            lang, tokenizers[lang], _rows(refs, lang), refs, systems, cfg
         )
     results_systems = {name: {lang: per_lang_scores[lang][name] for lang in langs} for name in systems}
     pooled_report: dict[str, Any] = {"languages": [], "computed": [], "skipped": {}}
@@ -204,37 +197,10 @@ def _evaluate(cfg: EvaluateConfig, out_dir: Path) -> dict:
             results_systems[name]["all"] = pooled[name]
 
     # 3. confidence intervals and paired comparisons, per language (after pooling: "ci" is no score)
-    comparisons: list[dict] = []
-    if cfg.bootstrap.samples:
-        for lang in langs:
-            rows = [i for i, x in enumerate(refs.lang) if x == lang]
-            cis, comps = language_intervals(
-                lang, tokenizers[lang], rows, refs, systems, per_lang_scores[lang], cfg
-            )
-            for name in systems:
-                results_systems[name][lang]["ci"] = cis[name]
-            comparisons += comps
+    comparisons = _add_intervals(cfg, refs, langs, tokenizers, systems, per_lang_scores, results_systems)
 
     # 4. degenerate outputs: empty, cut at the length cap, identical to the input (per language)
-    for name, spec in cfg.systems.items():
-        cut = load_cut_flags(str(spec), refs.lang, langs)
-        for lang in langs:
-            rows = [i for i, x in enumerate(refs.lang) if x == lang]
-            results_systems[name][lang]["outputs"] = output_shares(
-                [refs.complex[i] for i in rows],
-                [systems[name][i] for i in rows],
-                [cut[i] for i in rows],
-                cfg.degenerate.max_share,
-                copies_by_design=str(spec) == "@identity",
-            )
-            res = results_systems[name][lang]
-            mark_unsafe(
-                res["outputs"],
-                res.get("safety"),
-                (res.get("ci") or {}).get("safety"),
-                per_language[lang].get("safety_reference"),
-                cfg.select.max_safety,
-            )
+    _add_output_shares(cfg, refs, langs, systems, per_language, results_systems)
     # the one rule for "best" (multimsd.metrics.best): flagged systems are ranked after the others
     scored = {"languages": langs, "systems": results_systems}
     flagged = {col: {s: demotions(scored, s, col) for s in systems} for col in [*langs, "overall"]}
@@ -266,6 +232,83 @@ def _evaluate(cfg: EvaluateConfig, out_dir: Path) -> dict:
     markdown = markdown_report(results)
 
     # 5. output, atomically
+    _write(out_dir, results, markdown, cfg)
+    results["output_dir"] = str(out_dir.resolve())
+    return results
+
+
+def _languages(cfg: EvaluateConfig, refs: ReferenceSet) -> list[str]:
+    """The languages to score: the reference set's, in LANGUAGES order, limited to ``refs.languages``."""
+    present = [g for g in LANGUAGES if g in set(refs.lang)]
+    langs = [g for g in present if g in cfg.refs.languages] if cfg.refs.languages else present
+    if not langs:
+        raise MultimsdError(
+            f"{refs.name}: no rows in refs.languages={list(cfg.refs.languages or [])} "
+            f"(it has {', '.join(present)})"
+        )
+    return langs
+
+
+def _rows(refs: ReferenceSet, lang: str) -> list[int]:
+    """The reference rows in ``lang``."""
+    return [i for i, x in enumerate(refs.lang) if x == lang]
+
+
+def _add_intervals(
+    cfg: EvaluateConfig,
+    refs: ReferenceSet,
+    langs: list[str],
+    tokenizers: dict[str, str],
+    systems: dict,
+    per_lang_scores: dict,
+    results_systems: dict,
+) -> list[dict]:
+    """Each system's bootstrap intervals (``ci``) into ``results_systems``; returns the paired comparisons."""
+    comparisons: list[dict] = []
+    if cfg.bootstrap.samples:
+        for lang in langs:
+            cis, comps = language_intervals(
+                lang, tokenizers[lang], _rows(refs, lang), refs, systems, per_lang_scores[lang], cfg
+            )
+            for name in systems:
+                results_systems[name][lang]["ci"] = cis[name]
+            comparisons += comps
+    return comparisons
+
+
+def _add_output_shares(
+    cfg: EvaluateConfig,
+    refs: ReferenceSet,
+    langs: list[str],
+    systems: dict,
+    per_language: dict,
+    results_systems: dict,
+) -> None:
+    """Per system and language, the shares of degenerate outputs (``outputs``) into ``results_systems``, and
+    the unsafe flag where its share of failed safety checks is above ``select.max_safety``."""
+    for name, spec in cfg.systems.items():
+        cut = load_cut_flags(str(spec), refs.lang, langs)
+        for lang in langs:
+            rows = _rows(refs, lang)
+            results_systems[name][lang]["outputs"] = output_shares(
+                [refs.complex[i] for i in rows],
+                [systems[name][i] for i in rows],
+                [cut[i] for i in rows],
+                cfg.degenerate.max_share,
+                copies_by_design=str(spec) == "@identity",
+            )
+            res = results_systems[name][lang]
+            mark_unsafe(
+                res["outputs"],
+                res.get("safety"),
+                (res.get("ci") or {}).get("safety"),
+                per_language[lang].get("safety_reference"),
+                cfg.select.max_safety,
+            )
+
+
+def _write(out_dir: Path, results: dict, markdown: str, cfg: EvaluateConfig) -> None:
+    """results.json, table.md (and scores.png) into ``out_dir``; the table printed when asked."""
     write_outputs(out_dir, results, markdown, cfg)
     if cfg.output.print_table:
         print(markdown)
@@ -273,8 +316,6 @@ def _evaluate(cfg: EvaluateConfig, out_dir: Path) -> dict:
             f"results written to {out_dir.resolve()}  (results.json, table.md"
             + (", scores.png)" if cfg.output.plot else ")")
         )
-    results["output_dir"] = str(out_dir.resolve())
-    return results
 
 
 __all__ = [

@@ -22,6 +22,10 @@ The run directory::
     <run>/results.json           per system and language: the report's scores (SARI / BLEU / FKGL, ...) with
                                  their CIs, the comparisons
     <run>/report.html, report.md the report
+
+Why this module is long: it is the pipeline read top to bottom: one planner per stage, the checks before any
+work, running the stages, and the run's result files; each part reads the stages the one before it made, and
+the order of the pipeline is readable in one place only while they stay together.
 """
 
 from __future__ import annotations
@@ -89,45 +93,76 @@ def _user_dirs(cfg: RunConfig | DictConfig) -> list[str]:
 
 
 def plan(cfg: RunConfig | DictConfig, run_dir: Path) -> list[Stage]:
-    """Every stage's resolved config and fingerprint; composing them all first makes a typo fail before work."""
+    """Every stage's resolved config and fingerprint; composing them all first makes a typo fail before work.
+    One planner per stage, in the order they run: the corpus (alignment, or aligned pairs read from
+    ``pairs.path``), gold, a train stage per system, the evaluation."""
+    first = _plan_pairs(cfg, run_dir) if cfg.pairs.path else _plan_align(cfg, run_dir)
+    stages = [first]
+    aligned = aligned_languages(cfg, first.config)
+    if (gold := _plan_gold(cfg, run_dir)) is not None:
+        stages.append(gold)
+    systems = expand_systems(cfg)
+    trained = _plan_train(cfg, run_dir, systems, first.fp, aligned)
+    stages += trained
+    stages.append(_plan_evaluate(cfg, run_dir, systems, first.fp, trained))
+    return stages
+
+
+def _plan_pairs(cfg: RunConfig | DictConfig, run_dir: Path) -> Stage:
+    """An aligned corpus instead of alignment: read, split by document and written where align.py would write."""
+    from multimsd import __version__
+    from multimsd.pipeline.pairs import check_pairs_config, check_pairs_input, input_fingerprint
+
+    check_pairs_config(cfg.pairs)
+    check_pairs_input(cfg.pairs)
+    if cfg.align:
+        logger.warning("pairs.path replaces alignment: the align overrides %s are not used", list(cfg.align))
+    pairs_cfg = cfg.pairs
+    fp = fingerprint(
+        [__version__, OmegaConf.to_container(pairs_cfg, resolve=True), input_fingerprint(cfg.pairs.path)]
+    )
+    return Stage("pairs", pairs_cfg, fp, run_dir / "align", "pairs")
+
+
+def _plan_align(cfg: RunConfig | DictConfig, run_dir: Path) -> Stage:
+    """align.py's alignment into ``<run>/align``."""
     from multimsd import __version__
 
-    stages: list[Stage] = []
-    if cfg.pairs.path:  # an aligned corpus: read, split by document and written where align.py would write
-        from multimsd.pipeline.pairs import check_pairs_config, check_pairs_input, input_fingerprint
+    align_cfg = compose(
+        "align", [*cfg.align, f"output.dir={run_dir / 'align'}", "mode=align"], search=_user_dirs(cfg)
+    )
+    check_split_config(align_cfg.split, "align.split")  # before any work, named as the run knows it
+    fp = fingerprint([__version__, OmegaConf.to_container(align_cfg, resolve=True)], root=run_dir)
+    return Stage("align", align_cfg, fp, run_dir / "align", "align")
 
-        check_pairs_config(cfg.pairs)
-        check_pairs_input(cfg.pairs)
-        if cfg.align:
-            logger.warning(
-                "pairs.path replaces alignment: the align overrides %s are not used", list(cfg.align)
-            )
-        pairs_cfg = cfg.pairs
-        align_fp = fingerprint(
-            [__version__, OmegaConf.to_container(pairs_cfg, resolve=True), input_fingerprint(cfg.pairs.path)]
-        )
-        stages.append(Stage("pairs", pairs_cfg, align_fp, run_dir / "align", "pairs"))
-    else:
-        align_cfg = compose(
-            "align", [*cfg.align, f"output.dir={run_dir / 'align'}", "mode=align"], search=_user_dirs(cfg)
-        )
-        check_split_config(align_cfg.split, "align.split")  # before any work, named as the run knows it
-        align_fp = fingerprint([__version__, OmegaConf.to_container(align_cfg, resolve=True)], root=run_dir)
-        stages.append(Stage("align", align_cfg, align_fp, run_dir / "align", "align"))
-    aligned = aligned_languages(cfg, stages[0].config)
-    if cfg.gold and cfg.pairs.path:
+
+def _plan_gold(cfg: RunConfig | DictConfig, run_dir: Path) -> Stage | None:
+    """align.py mode=gold (the aligner's P/R/F1) when ``gold=true`` and there is an aligner to score."""
+    from multimsd import __version__
+
+    if not cfg.gold:
+        return None
+    if cfg.pairs.path:
         logger.info("gold: skipped (the run reads aligned pairs from pairs.path; no aligner to score)")
-    elif cfg.gold:
-        gold_cfg = compose(
-            "align",
-            [*cfg.align, "mode=gold", f"gold.report_dir={run_dir / 'align' / 'gold'}"],
-            search=_user_dirs(cfg),
-        )
-        # Gold mode reads the gold data, not the alignment output: its own fingerprint.
-        gold_fp = fingerprint([__version__, OmegaConf.to_container(gold_cfg, resolve=True)], root=run_dir)
-        stages.append(Stage("gold", gold_cfg, gold_fp, run_dir / "align" / "gold", "gold"))
+        return None
+    gold_cfg = compose(
+        "align",
+        [*cfg.align, "mode=gold", f"gold.report_dir={run_dir / 'align' / 'gold'}"],
+        search=_user_dirs(cfg),
+    )
+    # Gold mode reads the gold data, not the alignment output: its own fingerprint.
+    gold_fp = fingerprint([__version__, OmegaConf.to_container(gold_cfg, resolve=True)], root=run_dir)
+    return Stage("gold", gold_cfg, gold_fp, run_dir / "align" / "gold", "gold")
 
-    systems = expand_systems(cfg)
+
+def _plan_train(
+    cfg: RunConfig | DictConfig,
+    run_dir: Path,
+    systems: dict,
+    align_fp: str,
+    aligned: tuple[str, list[str]] | None,
+) -> list[Stage]:
+    """One train.py stage per trained or prompted system (the copy baseline has none: it is only labelled)."""
     planned: dict[str, Stage] = {}
     # a started system after the system it starts from: its stage reads that one's best model
     for name in planning_order(systems):
@@ -135,38 +170,58 @@ def plan(cfg: RunConfig | DictConfig, run_dir: Path) -> list[Stage]:
         if sys_cfg["kind"] == "copy":
             sys_cfg["label"] = sys_cfg["label"] or system_label("copy", None)
             continue
-        out = run_dir / "systems" / name
-        own = [*cfg.train, *sys_cfg["train"]]
-        upstream = [align_fp]
-        if sys_cfg["kind"] in STARTS_FROM:  # the start system's settings, then this system's own
-            own = [*cfg.train, *systems[sys_cfg["start"]]["train"], *sys_cfg["train"]]
-            upstream.append(planned[sys_cfg["start"]].fp)
-        # The run places every system's outputs: a train.output_dir=… (deprecated name) is dropped like a
-        # train.output.dir=… is overridden.
-        overrides = [*own, f"data.path={run_dir / 'align'}", f"output.dir={out}", "output_dir=null"]
-        if sys_cfg["kind"] == "icl":
-            overrides.append("mode=icl")
-        if sys_cfg["kind"] in STARTS_FROM:
-            overrides += started_overrides(sys_cfg, run_dir)
-        train_cfg = compose("train", overrides, search=_user_dirs(cfg))
-        if follow := follow_aligned(name, train_cfg, own, aligned):
-            train_cfg = compose("train", [*overrides, follow], search=_user_dirs(cfg))
-        for key in ("split", "sample_split"):
-            check_split_config(train_cfg.data[key], f"train.data.{key}")
-        resolved = OmegaConf.to_container(train_cfg, resolve=True)
-        if sys_cfg["kind"] == "icl":  # prompting never reads the optimiser or loss settings
-            resolved = {k: v for k, v in resolved.items() if k not in ("optim", "loss")}
-        fp = fingerprint([__version__, resolved], *upstream, root=run_dir)
-        sys_cfg["label"] = (sys_cfg["label"] or default_label(sys_cfg, systems, train_cfg)) + sys_cfg[
-            "suffix"
-        ]
-        if sys_cfg["sweep"] is not None:  # the value as it ran (typed by train.py's schema), for run.json
-            key = sys_cfg["parameter"].lstrip("+~")
-            sys_cfg["value"] = recorded_value(OmegaConf.select(train_cfg, key), sys_cfg["sweep"])
-        planned[name] = Stage(f"train/{name}", train_cfg, fp, out, "train", name, sys_cfg)
-        stages.append(planned[name])
+        planned[name] = _plan_system(cfg, run_dir, name, systems, planned, align_fp, aligned)
+    return list(planned.values())
 
-    trained = [s for s in stages if s.kind == "train"]
+
+def _plan_system(
+    cfg: RunConfig | DictConfig,
+    run_dir: Path,
+    name: str,
+    systems: dict,
+    planned: dict[str, Stage],
+    align_fp: str,
+    aligned: tuple[str, list[str]] | None,
+) -> Stage:
+    """One system's train.py config and fingerprint; sets its label (and swept value) in ``systems``."""
+    from multimsd import __version__
+
+    sys_cfg = systems[name]
+    out = run_dir / "systems" / name
+    own = [*cfg.train, *sys_cfg["train"]]
+    upstream = [align_fp]
+    if sys_cfg["kind"] in STARTS_FROM:  # the start system's settings, then this system's own
+        own = [*cfg.train, *systems[sys_cfg["start"]]["train"], *sys_cfg["train"]]
+        upstream.append(planned[sys_cfg["start"]].fp)
+    # The run places every system's outputs: a train.output_dir=… (deprecated name) is dropped like a
+    # train.output.dir=… is overridden.
+    overrides = [*own, f"data.path={run_dir / 'align'}", f"output.dir={out}", "output_dir=null"]
+    if sys_cfg["kind"] == "icl":
+        overrides.append("mode=icl")
+    if sys_cfg["kind"] in STARTS_FROM:
+        overrides += started_overrides(sys_cfg, run_dir)
+    train_cfg = compose("train", overrides, search=_user_dirs(cfg))
+    if follow := follow_aligned(name, train_cfg, own, aligned):
+        train_cfg = compose("train", [*overrides, follow], search=_user_dirs(cfg))
+    for key in ("split", "sample_split"):
+        check_split_config(train_cfg.data[key], f"train.data.{key}")
+    resolved = OmegaConf.to_container(train_cfg, resolve=True)
+    if sys_cfg["kind"] == "icl":  # prompting never reads the optimiser or loss settings
+        resolved = {k: v for k, v in resolved.items() if k not in ("optim", "loss")}
+    fp = fingerprint([__version__, resolved], *upstream, root=run_dir)
+    sys_cfg["label"] = (sys_cfg["label"] or default_label(sys_cfg, systems, train_cfg)) + sys_cfg["suffix"]
+    if sys_cfg["sweep"] is not None:  # the value as it ran (typed by train.py's schema), for run.json
+        key = sys_cfg["parameter"].lstrip("+~")
+        sys_cfg["value"] = recorded_value(OmegaConf.select(train_cfg, key), sys_cfg["sweep"])
+    return Stage(f"train/{name}", train_cfg, fp, out, "train", name, sys_cfg)
+
+
+def _plan_evaluate(
+    cfg: RunConfig | DictConfig, run_dir: Path, systems: dict, align_fp: str, trained: list[Stage]
+) -> Stage:
+    """evaluate.py over every system's test predictions, against the references the first system predicted."""
+    from multimsd import __version__
+
     if trained:
         refs = trained[0].out / "predictions" / "test" / "references.jsonl"
         refs_overrides = [f"refs.path={refs}"]
@@ -197,8 +252,7 @@ def plan(cfg: RunConfig | DictConfig, run_dir: Path) -> list[Stage]:
         *(s.fp for s in trained),
         root=run_dir,
     )
-    stages.append(Stage("evaluate", eval_cfg, eval_fp, run_dir / "evaluation", "evaluate", info=systems))
-    return stages
+    return Stage("evaluate", eval_cfg, eval_fp, run_dir / "evaluation", "evaluate", info=systems)
 
 
 # ------------------------------------------------------------------------------------------- checks
@@ -297,57 +351,10 @@ def write_run_files(
 ) -> dict:
     """``run.json`` (what the report reads) and ``results.json`` (the numbers, with their intervals)."""
     systems = next(s.info for s in stages if s.kind == "evaluate")
-    rel = lambda p: p.relative_to(run_dir).as_posix()  # noqa: E731
-    trained = [s for s in stages if s.kind == "train"]
-    run_info = {
-        "name": cfg.name or run_dir.name,
-        "created": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "command": " ".join(["multimsd", "run", *argv]),
-        "config": _recorded(cfg),
-        "timings": {name: st["seconds"] for name, st in status.items()},
-        "align": {
-            "stats": "align/stats.json",
-            "gold": "align/gold/gold_results.json" if any(s.kind == "gold" for s in stages) else None,
-        },
-        "references": rel(trained[0].out / "predictions" / "test" / "references.jsonl") if trained else None,
-        "evaluation": "evaluation/results.json",
-        "systems": {},
-        "sweep": None,
-    }
-    for name, sc in systems.items():
-        out = run_dir / "systems" / name
-        run_info["systems"][name] = {
-            "kind": sc["kind"],
-            "label": sc["label"],
-            "theta": _theta(stages, name),
-            "predictions": None if sc["kind"] == "copy" else rel(out / "predictions" / "test"),
-            "train_results": rel(out / "all_results.json") if sc["kind"] not in ("copy", "icl") else None,
-        }
-        if sc["kind"] in STARTS_FROM:  # what it started from, and how it optimised
-            run_info["systems"][name].update(start=sc["start"], objective=sc["objective"])
-        # a swept system's key and the value it ran with: what the report reads, never the name
-        if sc["sweep"] is not None:
-            run_info["systems"][name]["sweep"] = {"parameter": sc["parameter"], "value": sc["value"]}
-        if sc.get("seed") is not None:
-            run_info["systems"][name]["seed"] = sc["seed"]
-    swept = [n for n, sc in systems.items() if sc["sweep"] is not None]
+    run_info = _run_info(cfg, run_dir, stages, systems, status, argv)
     groups = seed_groups(systems)
     evaluation = read_json(run_dir / "evaluation" / "results.json") or {}
-    if swept and groups:  # seeds: θ selected on the mean over seeds
-        run_info["sweep"] = sweep_on_seed_mean(run_dir, cfg.sweep.parameter, groups, swept)
-        members = run_info["sweep"]["seed_systems"]
-        run_info["sweep"]["values"] = {b: systems[m[0]]["value"] for b, m in members.items()}
-    elif swept:
-        run_info["sweep"] = {
-            "parameter": cfg.sweep.parameter,
-            "systems": swept,
-            "values": {n: systems[n]["value"] for n in swept},
-            **select_swept(run_dir, swept),
-        }
-    if swept:  # the selection stays the paper's; the report says where its validation outputs degenerate
-        max_share = (evaluation.get("degenerate") or {}).get("max_share", DegenerateConfig.max_share)
-        dirs = {n: run_dir / "systems" / n for n in swept}
-        run_info["sweep"]["validation_flagged"] = validation_flags(dirs, max_share)
+    run_info["sweep"] = _sweep_record(cfg, run_dir, systems, groups, evaluation)
     if groups:  # per seed, mean ± sd, the interval over seeds and sentences
         labels = {
             sc["seed_of"]: sc["label"].removesuffix(f", seed {sc['seed']}")
@@ -358,8 +365,82 @@ def write_run_files(
             next(s for s in stages if s.kind == "evaluate"), groups, evaluation, labels
         )
     write_json_atomic(run_dir / RUN_MARKER, run_info)
+    results = _results(run_info, evaluation)
+    write_json_atomic(run_dir / "results.json", results)
+    return results
 
-    # the report's scores, their CIs, and the shares of degenerate outputs
+
+def _run_info(
+    cfg: DictConfig, run_dir: Path, stages: list[Stage], systems: dict, status: dict, argv: list[str]
+) -> dict:
+    """run.json without its sweep and seeds: what ran, with which config, where its results are."""
+    trained = [s for s in stages if s.kind == "train"]
+    refs = trained[0].out / "predictions" / "test" / "references.jsonl" if trained else None
+    return {
+        "name": cfg.name or run_dir.name,
+        "created": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "command": " ".join(["multimsd", "run", *argv]),
+        "config": _recorded(cfg),
+        "timings": {name: st["seconds"] for name, st in status.items()},
+        "align": {
+            "stats": "align/stats.json",
+            "gold": "align/gold/gold_results.json" if any(s.kind == "gold" for s in stages) else None,
+        },
+        "references": refs.relative_to(run_dir).as_posix() if refs is not None else None,
+        "evaluation": "evaluation/results.json",
+        "systems": {name: _system_record(run_dir, stages, name, sc) for name, sc in systems.items()},
+        "sweep": None,
+    }
+
+
+def _system_record(run_dir: Path, stages: list[Stage], name: str, sc: dict) -> dict:
+    """One system in run.json: its kind, label, θ and where its predictions and training results are."""
+    rel = lambda p: p.relative_to(run_dir).as_posix()  # noqa: E731
+    out = run_dir / "systems" / name
+    record = {
+        "kind": sc["kind"],
+        "label": sc["label"],
+        "theta": _theta(stages, name),
+        "predictions": None if sc["kind"] == "copy" else rel(out / "predictions" / "test"),
+        "train_results": rel(out / "all_results.json") if sc["kind"] not in ("copy", "icl") else None,
+    }
+    if sc["kind"] in STARTS_FROM:  # what it started from, and how it optimised
+        record.update(start=sc["start"], objective=sc["objective"])
+    # a swept system's key and the value it ran with: what the report reads, never the name
+    if sc["sweep"] is not None:
+        record["sweep"] = {"parameter": sc["parameter"], "value": sc["value"]}
+    if sc.get("seed") is not None:
+        record["seed"] = sc["seed"]
+    return record
+
+
+def _sweep_record(
+    cfg: DictConfig, run_dir: Path, systems: dict, groups: dict, evaluation: dict
+) -> dict | None:
+    """run.json's sweep: the swept systems, their values and the selected one; None without a sweep."""
+    swept = [n for n, sc in systems.items() if sc["sweep"] is not None]
+    if not swept:
+        return None
+    if groups:  # seeds: θ selected on the mean over seeds
+        sweep = sweep_on_seed_mean(run_dir, cfg.sweep.parameter, groups, swept)
+        members = sweep["seed_systems"]
+        sweep["values"] = {b: systems[m[0]]["value"] for b, m in members.items()}
+    else:
+        sweep = {
+            "parameter": cfg.sweep.parameter,
+            "systems": swept,
+            "values": {n: systems[n]["value"] for n in swept},
+            **select_swept(run_dir, swept),
+        }
+    # the selection stays the paper's; the report says where its validation outputs degenerate
+    max_share = (evaluation.get("degenerate") or {}).get("max_share", DegenerateConfig.max_share)
+    dirs = {n: run_dir / "systems" / n for n in swept}
+    sweep["validation_flagged"] = validation_flags(dirs, max_share)
+    return sweep
+
+
+def _results(run_info: dict, evaluation: dict) -> dict:
+    """results.json: the report's scores, their CIs, and the shares of degenerate outputs."""
     keep = {"n_sentences", *shown_keys(evaluation), "term_types", "ci", "outputs"}
     results = {
         "run": run_info["name"],
@@ -375,9 +456,8 @@ def write_run_files(
         "sweep": run_info["sweep"],
         "timings": run_info["timings"],
     }
-    if groups:
+    if "seeds" in run_info:
         results["seeds"] = run_info["seeds"]
-    write_json_atomic(run_dir / "results.json", results)
     return results
 
 

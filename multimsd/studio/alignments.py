@@ -94,10 +94,13 @@ def prepare(studio: Studio) -> Studio:
 
 
 def routes(studio: Studio) -> list[Route]:
-    corpus, lock = (
-        studio.corpus,
-        threading.Lock(),
-    )  # one action at a time: the journal's order is the answers'
+    """The view's API: the routes that read the corpus and the journal, then the one that writes gold."""
+    return [*_read_routes(studio), _action_route(studio)]
+
+
+def _read_routes(studio: Studio) -> list[Route]:
+    """``/api/articles``, ``/api/article`` and ``/api/candidates``."""
+    corpus = studio.corpus
 
     def find(request: Request) -> Article:
         art = corpus.get(request.query_params.get("lang", ""), request.query_params.get("id", ""))
@@ -107,23 +110,7 @@ def routes(studio: Studio) -> list[Route]:
 
     def articles(request: Request) -> JSONResponse:
         lang = request.query_params.get("lang", "")
-        rows = []
-        for (lg, aid), art in corpus.articles.items():
-            if lg != lang:
-                continue
-            st = studio.journal.state(lg, aid)
-            gold, _ = st.gold_and_rejected()
-            rows.append(
-                {
-                    "article_id": aid,
-                    "split": art.split,
-                    "complex": len(art.complex),
-                    "simple": len(art.simple),
-                    "predicted": len(art.predicted),
-                    "gold": len(gold),
-                    "annotated": st.touched,
-                }
-            )
+        rows = article_rows(studio, lang)
         return JSONResponse(rows) if rows else JSONResponse({"error": f"no language {lang!r}"}, 404)
 
     def article(request: Request) -> JSONResponse:
@@ -154,6 +141,40 @@ def routes(studio: Studio) -> list[Route]:
         ranked = corpus.candidates(art, side, idx, k)
         return JSONResponse({"side": side, "idx": idx, "candidates": ranked} | more)
 
+    return [
+        Route("/api/articles", articles),
+        Route("/api/article", article),
+        Route("/api/candidates", candidates),
+    ]
+
+
+def article_rows(studio: Studio, lang: str) -> list[dict]:
+    """The article list of one language: per article its sizes, predicted and gold items, whether it is annotated."""
+    rows = []
+    for (lg, aid), art in studio.corpus.articles.items():
+        if lg != lang:
+            continue
+        st = studio.journal.state(lg, aid)
+        gold, _ = st.gold_and_rejected()
+        rows.append(
+            {
+                "article_id": aid,
+                "split": art.split,
+                "complex": len(art.complex),
+                "simple": len(art.simple),
+                "predicted": len(art.predicted),
+                "gold": len(gold),
+                "annotated": st.touched,
+            }
+        )
+    return rows
+
+
+def _action_route(studio: Studio) -> Route:
+    """``POST /api/action``: accept, link, reject, accept_above or undo, written to the journal."""
+    corpus = studio.corpus
+    lock = threading.Lock()  # one action at a time: the journal's order is the answers'
+
     async def action(request: Request) -> JSONResponse:
         if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
             return JSONResponse({"error": "send the action as application/json"}, 415)
@@ -164,29 +185,8 @@ def routes(studio: Studio) -> list[Route]:
             return JSONResponse({"error": "a JSON object"}, 400)
         if art is None:
             return JSONResponse({"error": "no such article"}, 404)
-        kind = body.get("action")
-        extra = {}
         try:
-            if kind in ("accept", "link", "reject"):
-                items = [
-                    item_from_json(it, len(art.complex), len(art.simple), "item") for it in body["items"]
-                ]
-                if not items:
-                    raise MultimsdError("no items")
-            elif kind == "accept_above":
-                theta = float(body["theta"])
-                # The items are fixed now, in the record: replaying never depends on the corpus of the day.
-                _, rejected = studio.journal.state(art.lang, art.article_id).gold_and_rejected()
-                items = [
-                    (p.complex, p.simple)
-                    for p in art.predicted
-                    if p.score >= theta and (p.complex, p.simple) not in rejected
-                ]
-                extra = {"theta": theta}
-            elif kind == "undo":
-                items = []
-            else:
-                raise MultimsdError(f"unknown action {kind!r}")
+            kind, items, extra = action_items(studio, art, body)
         except (MultimsdError, KeyError, TypeError, ValueError) as e:
             return JSONResponse({"error": f"bad action: {e}"}, 400)
 
@@ -202,12 +202,32 @@ def routes(studio: Studio) -> list[Route]:
         ) as e:  # not written (a full disk): the journal took it back whole; the page says why
             return JSONResponse({"error": str(e)}, 507)
 
-    return [
-        Route("/api/articles", articles),
-        Route("/api/article", article),
-        Route("/api/candidates", candidates),
-        Route("/api/action", action, methods=["POST"]),
-    ]
+    return Route("/api/action", action, methods=["POST"])
+
+
+def action_items(studio: Studio, art: Article, body: dict) -> tuple[str, list[GoldPair], dict]:
+    """(the action, the items it acts on, its extra record fields) of a POSTed action; raises on a bad one."""
+    kind = body.get("action")
+    extra = {}
+    if kind in ("accept", "link", "reject"):
+        items = [item_from_json(it, len(art.complex), len(art.simple), "item") for it in body["items"]]
+        if not items:
+            raise MultimsdError("no items")
+    elif kind == "accept_above":
+        theta = float(body["theta"])
+        # The items are fixed now, in the record: replaying never depends on the corpus of the day.
+        _, rejected = studio.journal.state(art.lang, art.article_id).gold_and_rejected()
+        items = [
+            (p.complex, p.simple)
+            for p in art.predicted
+            if p.score >= theta and (p.complex, p.simple) not in rejected
+        ]
+        extra = {"theta": theta}
+    elif kind == "undo":
+        items = []
+    else:
+        raise MultimsdError(f"unknown action {kind!r}")
+    return kind, items, extra
 
 
 register_view(

@@ -130,16 +130,10 @@ def theta_view(corpus: Corpus, journal: Journal, overrides: dict[str, list[str]]
     """Everything the θ view draws (see the module docstring); ``state`` is ``"empty"`` with a ``message``
     while there is not enough gold (gold mode needs two article pairs: one to tune θ on, one to test)."""
     from multimsd.alignment.api import evaluate_gold
-    from multimsd.gold import load_gold_docs
 
     cfg = corpus.cfg
     methods = methods_of(cfg)
-    langs = list(cfg.data.languages)
-    gold = journal.gold_path
-    # An empty gold file (nothing annotated yet) is "no records" to the reader: no gold, not an error.
-    has_gold = gold.is_file() and gold.read_text(encoding="utf-8").strip()
-    docs = load_gold_docs(str(gold)) if has_gold else []
-    docs = [d for d in docs if d.lang in langs]
+    docs = annotated_gold(journal, list(cfg.data.languages))
     n_ids = len({d.article_id for d in docs})
     head = {
         "annotator": journal.annotator,
@@ -157,32 +151,7 @@ def theta_view(corpus: Corpus, journal: Journal, overrides: dict[str, list[str]]
         }
     gcfg = gold_config(cfg, journal.gold_path)
     results = evaluate_gold(gcfg, docs)
-    rows, picks = [], []
-    for method, per_lang in results["methods"].items():
-        for lang, e in per_lang.items():
-            for p in e["valid_curve"]:
-                rows.append(
-                    {
-                        "lang": lang,
-                        "aligner": method,
-                        "theta": p["threshold"],
-                        "precision": p["precision"],
-                        "recall": p["recall"],
-                        "f1": p["f1"],
-                        "n_gold": p["gold"],
-                        "n_pred": p["predicted"],
-                        "correct": p["correct"],
-                    }
-                )
-            picks.append(
-                {
-                    "lang": lang,
-                    "aligner": method,
-                    "theta": e["threshold"],
-                    "valid": e["valid"],
-                    "test": e["test"],
-                }
-            )
+    rows, picks = curves_and_picks(results)
     # One θ for the whole run: the pooled ("all") pick when there are several languages. The aligner: the
     # best validation F1 at its picked θ (chosen on the same half as θ; a tie keeps the run's aligner).
     pooled = "all" if any(p["lang"] == "all" for p in picks) else picks[0]["lang"]
@@ -220,6 +189,49 @@ def theta_view(corpus: Corpus, journal: Journal, overrides: dict[str, list[str]]
         },
         "gold_command": command(gold_args),
     }
+
+
+def annotated_gold(journal: Journal, langs: list[str]) -> list:
+    """The gold file's article pairs in ``langs`` (none while nothing is annotated)."""
+    from multimsd.gold import load_gold_docs
+
+    gold = journal.gold_path
+    # An empty gold file (nothing annotated yet) is "no records" to the reader: no gold, not an error.
+    has_gold = gold.is_file() and gold.read_text(encoding="utf-8").strip()
+    docs = load_gold_docs(str(gold)) if has_gold else []
+    return [d for d in docs if d.lang in langs]
+
+
+def curves_and_picks(results: dict) -> tuple[list[dict], list[dict]]:
+    """Gold mode's results as the view's rows: every (language, aligner, θ) point of the validation curves,
+    and per language and aligner the picked θ with its validation and test scores."""
+    rows, picks = [], []
+    for method, per_lang in results["methods"].items():
+        for lang, e in per_lang.items():
+            for p in e["valid_curve"]:
+                rows.append(
+                    {
+                        "lang": lang,
+                        "aligner": method,
+                        "theta": p["threshold"],
+                        "precision": p["precision"],
+                        "recall": p["recall"],
+                        "f1": p["f1"],
+                        "n_gold": p["gold"],
+                        "n_pred": p["predicted"],
+                        "correct": p["correct"],
+                    }
+                )
+            picks.append(
+                {
+                    "lang": lang,
+                    "aligner": method,
+                    "theta": e["threshold"],
+                    "valid": e["valid"],
+                    "test": e["test"],
+                }
+            )
+    return rows, picks
 
 
 # ---------------------------------------------------------------------------------------------- agreement

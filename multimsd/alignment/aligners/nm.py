@@ -29,6 +29,10 @@ Each taken block pair is one :class:`~multimsd.alignment.match.Match` (first mem
 (``aligner.threshold``) filters on it afterwards, like every aligner. In gold mode (``tune_on_gold``)
 ``floor``, ``penalty`` and ``skip_simple`` are first chosen on the validation half from their grids, like θ. Options (``aligner=nm``): :class:`NmAlignerConfig`, its
 block settings under ``aligner.nm.*`` (:class:`NmConfig`).
+
+Why this module is long: it is one aligner with two searches over the same block scores (the dynamic
+programme, and the greedy selection with its absorption), its options and their tuning on gold; both searches
+are defined on the blocks and scores built here, and apart from them neither reads on its own.
 """
 
 from __future__ import annotations
@@ -237,9 +241,23 @@ def _dp_select(
     """
     kc = min(max(size for _, size in c_row), m)
     ks = min(max(size for _, size in s_row), n)
-    # gain[r, k, j]: a complex block (row r of sims) with the simple block of nb = ks - k sentences that ends
-    # before simple sentence j (-inf where none fits). spans() lists blocks by size, then start, so the simple
-    # blocks of one size are a slice of sims' columns.
+    gain = _block_gains(sims, c_row, s_row, n, ks, penalty, floor)
+    step_c, step_s, src = _dp_table(gain, c_row, m, n, kc, ks, skip_simple)
+    return _dp_trace(step_c, step_s, src, m, n)
+
+
+def _block_gains(
+    sims: np.ndarray,
+    c_row: dict[Span, int],
+    s_row: dict[Span, int],
+    n: int,
+    ks: int,
+    penalty: float,
+    floor: float,
+) -> np.ndarray:
+    """``gain[r, k, j]``: a complex block (row r of sims) with the simple block of nb = ks - k sentences that
+    ends before simple sentence j (-inf where none fits): its score - floor - penalty beyond 1:1."""
+    # spans() lists blocks by size, then start, so the simple blocks of one size are a slice of sims' columns.
     c_size = np.zeros(sims.shape[0])
     for (_, na), r in c_row.items():
         c_size[r] = na
@@ -247,6 +265,13 @@ def _dp_select(
     for k, nb in enumerate(range(ks, 0, -1)):
         first = s_row[(0, nb)]
         gain[:, k, nb:] = sims[:, first : first + n + 1 - nb] - floor - penalty * (c_size[:, None] + nb - 2)
+    return gain
+
+
+def _dp_table(
+    gain: np.ndarray, c_row: dict[Span, int], m: int, n: int, kc: int, ks: int, skip_simple: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The programme's moves, row by row: (step_c, step_s, src) for :func:`_dp_trace` (see :func:`_dp_select`)."""
     best = np.full((m + 1, n + 1), -np.inf)
     # The move that reached each cell inside its row: (na, nb) of a block, (0, 0) for a skipped complex
     # sentence; src[i, j] the column whose value the running maximum (skipped simple sentences) carried to j.
@@ -283,6 +308,11 @@ def _dp_select(
         own[1:] = lifted[1:] >= run[:-1]  # the cell's own move wins a tie with a skipped simple one
         best[i] = run - skip_simple * cols
         src[i] = np.maximum.accumulate(np.where(own, cols, 0))
+    return step_c, step_s, src
+
+
+def _dp_trace(step_c: np.ndarray, step_s: np.ndarray, src: np.ndarray, m: int, n: int) -> list[list[int]]:
+    """The taken blocks [a, na, b, nb], in document order, traced back from the last cell."""
     taken = []
     i, j = m, n
     while True:

@@ -257,68 +257,17 @@ def check_paraphrase_config(p: ParaphraseConfig) -> None:
 def train_paraphrase(p: ParaphraseConfig, rows: list[PairRow]) -> tuple[ParaphraseModel, dict]:
     """Train the identifier on ``rows``; returns the model (best validation epoch) and its metrics."""
     device = _device(p.device)
-    splits = make_splits(rows, p.valid_fraction, p.test_fraction, p.swap, p.seed)
-    vocab = build_vocab(splits, p.min_count, p.max_tokens)
-    pretrained, found = None, 0
-    if p.embeddings_path:  # read before the long part, so a bad file fails at once
-        pretrained, found = load_word2vec(p.embeddings_path, p.embeddings_binary, vocab, p.embedding_dim)
-        log.info("word2vec: %d of %d words found", found, len(vocab) - len(SPECIALS))
-    data = {name: _batches(rows_, vocab, p.max_tokens) for name, rows_ in splits.items()}
-    log.info(
-        "paraphrase pairs: %s; vocabulary %d words",
-        ", ".join(f"{k} {len(v)}" for k, v in splits.items()),
-        len(vocab),
-    )
-
+    vocab, data, pretrained, found = _training_data(p, rows)
     torch.manual_seed(p.seed)
     net = SiameseBiLSTM(len(vocab), p.embedding_dim, p.hidden_size, p.num_layers, p.dense_size).to(device)
     if pretrained is not None:
         with torch.no_grad():
             net.embedding.weight.copy_(torch.from_numpy(pretrained))
         net.embedding.weight.requires_grad_(not p.freeze_embeddings)
-    optim = torch.optim.NAdam([w for w in net.parameters() if w.requires_grad], lr=p.lr)
-    loss_fn = torch.nn.BCEWithLogitsLoss()
-    gen = torch.Generator().manual_seed(p.seed)
-
-    ids1, len1, ids2, len2, y = data["train"]
-    best, best_state, best_epoch, bad, history = None, None, 0, 0, []
-    bar = progress_bar(range(1, p.epochs + 1), desc="paraphrase epochs", unit="epoch")
-    for epoch in bar:
-        net.train()
-        order = torch.randperm(len(y), generator=gen)
-        total = 0.0
-        starts = range(0, len(y), p.batch_size)
-        # A bar per epoch only when epochs are long (the paper's took 22 minutes each).
-        for k in progress_bar(
-            starts, desc=f"epoch {epoch}", unit="batch", leave=False, disable=len(starts) < 100
-        ):
-            idx = order[k : k + p.batch_size]
-            logit = net(ids1[idx].to(device), len1[idx], ids2[idx].to(device), len2[idx])
-            loss = loss_fn(logit, y[idx].to(device))
-            optim.zero_grad()
-            loss.backward()
-            optim.step()
-            total += loss.item() * len(idx)
-        valid = _evaluate(net, data["validation"], p.batch_size, device)
-        history.append({"epoch": epoch, "train_loss": total / len(y), "valid_loss": valid["loss"]})
-        bar.set_postfix(loss=f"{total / len(y):.4f}", valid_loss=f"{valid['loss']:.4f}")
-        log.info(
-            "epoch %d: train loss %.4f, valid loss %.4f, valid acc %.3f",
-            epoch,
-            total / len(y),
-            valid["loss"],
-            valid["accuracy"],
-        )
-        verdict = early_stopping(valid["loss"], best, bad, patience=p.patience)
-        best, bad = verdict.best, verdict.bad_epochs
-        if verdict.better:  # keep the best epoch's weights
-            best_state, best_epoch = copy.deepcopy(net.state_dict()), epoch
-        elif verdict.stop:
-            break
-    net.load_state_dict(best_state)
+    best_epoch, history = _fit(net, data, p, device)
     net.eval()
     metrics = {
-        "train_pairs": len(y),
+        "train_pairs": len(data["train"][4]),  # its labels
         "vocab_size": len(vocab),
         "word2vec_found": found,
         "epochs_run": len(history),
@@ -341,6 +290,85 @@ def train_paraphrase(p: ParaphraseConfig, rows: list[PairRow]) -> tuple[Paraphra
         "training": asdict(p),
     }
     return ParaphraseModel(net, vocab, p.max_tokens, device, meta), metrics
+
+
+def _training_data(
+    p: ParaphraseConfig, rows: list[PairRow]
+) -> tuple[dict[str, int], dict, np.ndarray | None, int]:
+    """(vocabulary, the batches of every split, the word2vec rows or None, how many words word2vec had)."""
+    splits = make_splits(rows, p.valid_fraction, p.test_fraction, p.swap, p.seed)
+    vocab = build_vocab(splits, p.min_count, p.max_tokens)
+    pretrained, found = None, 0
+    if p.embeddings_path:  # read before the long part, so a bad file fails at once
+        pretrained, found = load_word2vec(p.embeddings_path, p.embeddings_binary, vocab, p.embedding_dim)
+        log.info("word2vec: %d of %d words found", found, len(vocab) - len(SPECIALS))
+    data = {name: _batches(rows_, vocab, p.max_tokens) for name, rows_ in splits.items()}
+    log.info(
+        "paraphrase pairs: %s; vocabulary %d words",
+        ", ".join(f"{k} {len(v)}" for k, v in splits.items()),
+        len(vocab),
+    )
+    return vocab, data, pretrained, found
+
+
+def _fit(net: SiameseBiLSTM, data: dict, p: ParaphraseConfig, device: str) -> tuple[int, list[dict]]:
+    """Epochs until early stopping; leaves the best validation epoch's weights in ``net``. Returns (that
+    epoch, the loss history)."""
+    optim = torch.optim.NAdam([w for w in net.parameters() if w.requires_grad], lr=p.lr)
+    loss_fn = torch.nn.BCEWithLogitsLoss()
+    gen = torch.Generator().manual_seed(p.seed)
+    best, best_state, best_epoch, bad, history = None, None, 0, 0, []
+    bar = progress_bar(range(1, p.epochs + 1), desc="paraphrase epochs", unit="epoch")
+    for epoch in bar:
+        train_loss = _train_epoch(net, optim, loss_fn, data["train"], gen, epoch, p.batch_size, device)
+        valid = _evaluate(net, data["validation"], p.batch_size, device)
+        history.append({"epoch": epoch, "train_loss": train_loss, "valid_loss": valid["loss"]})
+        bar.set_postfix(loss=f"{train_loss:.4f}", valid_loss=f"{valid['loss']:.4f}")
+        log.info(
+            "epoch %d: train loss %.4f, valid loss %.4f, valid acc %.3f",
+            epoch,
+            train_loss,
+            valid["loss"],
+            valid["accuracy"],
+        )
+        verdict = early_stopping(valid["loss"], best, bad, patience=p.patience)
+        best, bad = verdict.best, verdict.bad_epochs
+        if verdict.better:  # keep the best epoch's weights
+            best_state, best_epoch = copy.deepcopy(net.state_dict()), epoch
+        elif verdict.stop:
+            break
+    net.load_state_dict(best_state)
+    return best_epoch, history
+
+
+def _train_epoch(
+    net: SiameseBiLSTM,
+    optim: torch.optim.Optimizer,
+    loss_fn: nn.Module,
+    train: tuple,
+    gen: torch.Generator,
+    epoch: int,
+    batch_size: int,
+    device: str,
+) -> float:
+    """One pass over the training pairs in a seeded shuffle; returns the mean training loss."""
+    ids1, len1, ids2, len2, y = train
+    net.train()
+    order = torch.randperm(len(y), generator=gen)
+    total = 0.0
+    starts = range(0, len(y), batch_size)
+    # A bar per epoch only when epochs are long (the paper's took 22 minutes each).
+    for k in progress_bar(
+        starts, desc=f"epoch {epoch}", unit="batch", leave=False, disable=len(starts) < 100
+    ):
+        idx = order[k : k + batch_size]
+        logit = net(ids1[idx].to(device), len1[idx], ids2[idx].to(device), len2[idx])
+        loss = loss_fn(logit, y[idx].to(device))
+        optim.zero_grad()
+        loss.backward()
+        optim.step()
+        total += loss.item() * len(idx)
+    return total / len(y)
 
 
 def save_paraphrase_model(model: ParaphraseModel, out: Path, metrics: dict | None = None) -> None:
