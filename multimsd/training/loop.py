@@ -20,6 +20,10 @@ Read top to bottom, :func:`run` is the whole stage (MultiMSD sections 4-5), a :c
 
 Tests call the seams one by one (tests/training/test_training_seams.py); a whole run only where only a whole run shows
 the behaviour. ``mode=icl`` skips training: 0-shot or k-shot prompting of a chat model (paper section 5.2).
+
+Why this module is long: it is the training stage read top to bottom, as nanoGPT's ``train.py`` is: the build,
+the preparation, the step with its accumulation in plain sight, the epoch's end and the results; the other
+modules hold what a step calls (the data, the loss, the kinds), and a reader follows one run in one file.
 """
 
 from __future__ import annotations
