@@ -149,3 +149,27 @@ def test_a_kinds_options_live_with_it():
     )
     assert isinstance(lstm, LstmModelSettings) and (lstm.pretrained, lstm.dtype) == ("x", "bfloat16")
     assert get_kind("seq2seq").default_options().pretrained == "facebook/mbart-large-50"
+
+
+@pytest.mark.integration
+def test_a_kind_leaves_the_callers_tokenizer_as_it_was(tmp_path):
+    """Encoding and generating set the tokenizer's language (mBART-50) or padding side (a chat LM) for their own
+    work only: the caller's tokenizer reads as before afterwards (issue #50)."""
+    from multimsd.training.loop import to_train_config
+    from multimsd.training.modeling import load_model_and_tokenizer
+
+    for model, kind in (("mbart", "seq2seq"), ("llama", "causal")):
+        cfg = to_train_config(
+            {
+                "model": {"kind": kind, "pretrained": f"tiny:{model}"},
+                "eval": {"max_new_tokens": 3, "batch_size": 2},
+                "data": {"max_length": 32},
+            }
+        )
+        net, tok = load_model_and_tokenizer(cfg.model)
+        rows = [{"complex": "Take 5 mg.", "simple": "Take 5 mg.", "lang": lang} for lang in ("de", "fr")]
+        before = {k: getattr(tok, k, None) for k in ("src_lang", "tgt_lang", "padding_side")}
+        for row in rows:
+            get_kind(kind).encode(tok, row, 32)
+        assert get_kind(kind).generate(cfg, net, tok, rows, {}) and len(rows) == 2
+        assert {k: getattr(tok, k, None) for k in before} == before, kind

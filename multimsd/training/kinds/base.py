@@ -27,7 +27,8 @@ Torch and transformers are imported inside the methods, so importing a kind modu
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,7 +72,25 @@ def sampling(cfg) -> dict:
     return {"do_sample": True, "temperature": e.temperature, "top_p": e.top_p, "num_beams": 1}
 
 
-# (outputs, batch, start, *, step, micro_batch, num_items) -> the micro-batch's loss
+@contextmanager
+def tokenizer_set(tokenizer, **settings) -> Iterator[None]:
+    """The tokenizer with ``settings`` (``src_lang``, ``padding_side``, …) for the block, and as it was after:
+    a kind encodes and generates with its own settings without changing the caller's tokenizer behind its back
+    (a later encode of another language, or of a batch padded on the other side, would read them)."""
+    before = {key: getattr(tokenizer, key, None) for key in settings}
+    for key, value in settings.items():
+        setattr(tokenizer, key, value)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if (
+                value is not None
+            ):  # mBART's src_lang setter refuses None: a tokenizer that had none keeps ours
+                setattr(tokenizer, key, value)
+
+
+# (outputs, batch, start, *, step, micro_batch) -> the micro-batch's summed loss
 LossFunction = Callable[..., Any]
 
 

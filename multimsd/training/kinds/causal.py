@@ -21,7 +21,7 @@ from multimsd.training.decode import (
     row_caps,
     shared_prefix_lengths,
 )
-from multimsd.training.kinds.base import Tokenized, novel_flags, register_kind
+from multimsd.training.kinds.base import Tokenized, novel_flags, register_kind, tokenizer_set
 from multimsd.training.kinds.transformer import TransformerKind
 from multimsd.training.number_guard import guard_kwargs
 from multimsd.training.prompts import chat_messages
@@ -142,14 +142,10 @@ class CausalKind(TransformerKind):
             texts = tokenizer.batch_decode(kept, skip_special_tokens=True)
             return [Generated(" ".join(t.split()), c) for t, c in zip(texts, cut)]
 
-        side = tokenizer.padding_side
-        # decoder-only: pad on the left so every prompt ends where generation starts
-        tokenizer.padding_side = "left"
-        try:
+        # decoder-only: pad on the left so every prompt ends where generation starts (the caller's side after)
+        with tokenizer_set(tokenizer, padding_side="left"):
             lengths = [len(i) for i in ids]
             return decode_batches(lengths, cfg.eval, decode, model=model, buckets=backend == "static")
-        finally:
-            tokenizer.padding_side = side
 
 
 def continuous_batches(

@@ -16,7 +16,7 @@ from multimsd.training.decode import (
     keep_to_caps,
     row_caps,
 )
-from multimsd.training.kinds.base import Tokenized, novel_flags, register_kind, sampling
+from multimsd.training.kinds.base import Tokenized, novel_flags, register_kind, sampling, tokenizer_set
 from multimsd.training.kinds.transformer import TransformerKind
 from multimsd.training.number_guard import guard_kwargs
 
@@ -62,9 +62,8 @@ class Seq2SeqKind(TransformerKind):
     def encode(self, tokenizer, row: dict, max_length: int) -> Tokenized:
         """``[lang] X </s>`` -> ``[lang] Y </s>`` with the example's own language code on both sides."""
         code = MBART50_LANG_CODES[row["lang"]]
-        tokenizer.src_lang = code
-        tokenizer.tgt_lang = code
-        enc = tokenizer(row["complex"], text_target=row["simple"], max_length=max_length, truncation=True)
+        with tokenizer_set(tokenizer, src_lang=code, tgt_lang=code):
+            enc = tokenizer(row["complex"], text_target=row["simple"], max_length=max_length, truncation=True)
         special = set(tokenizer.all_special_ids) | {tokenizer.convert_tokens_to_ids(code)}
         labels = list(enc["labels"])
         return Tokenized(list(enc["input_ids"]), labels, novel_flags(labels, set(enc["input_ids"]), special))
@@ -82,34 +81,36 @@ class Seq2SeqKind(TransformerKind):
         # One language a batch: generation is forced to start with that language's code.
         for lang, idx in by_lang.items():
             code = MBART50_LANG_CODES[lang]
-            tokenizer.src_lang = code
-            code_id = tokenizer.convert_tokens_to_ids(code)
-            sources = [rows[k]["complex"] for k in idx]
-            encoded = tokenizer(sources, truncation=True, max_length=cfg.data.max_length)["input_ids"]
-            # new tokens: max_length less the start token; the source counted without its 2 special tokens
-            caps_of = row_caps([len(ids) - 2 for ids in encoded], cfg.eval, cap=cfg.eval.max_new_tokens - 1)
-
-            def decode(part: list[int], sources=sources, code_id=code_id, caps_of=caps_of) -> list[str]:
-                enc = tokenizer(
-                    [sources[j] for j in part],
-                    return_tensors="pt",
-                    padding=True,
-                    truncation=True,
-                    max_length=cfg.data.max_length,
+            with tokenizer_set(tokenizer, src_lang=code):  # the caller's tokenizer as it was, after
+                code_id = tokenizer.convert_tokens_to_ids(code)
+                sources = [rows[k]["complex"] for k in idx]
+                encoded = tokenizer(sources, truncation=True, max_length=cfg.data.max_length)["input_ids"]
+                # new tokens: max_length less the start token; the source counted without its 2 special tokens
+                caps_of = row_caps(
+                    [len(ids) - 2 for ids in encoded], cfg.eval, cap=cfg.eval.max_new_tokens - 1
                 )
-                enc = {n: t.to(model.device) for n, t in enc.items()}
-                # mBART-50 must be forced to start with the target language code, or it may answer in another.
-                guard = guard_kwargs(cfg, tokenizer, [sources[j] for j in part])  # eval.number_guard
-                # max_length counts the decoder's start token (position 0, which is </s> for mBART); each
-                # row's cap on new tokens is bounded by its source's length (eval.length_ratio)
-                caps = [caps_of[j] for j in part]
-                settings = {**self.generation_settings(cfg), "max_length": max(caps) + 1}
-                gen = model.generate(**enc, **settings, **guard, forced_bos_token_id=code_id)
-                kept, cut = keep_to_caps(gen[:, 1:], eos, caps, forces_end(model))
-                texts = tokenizer.batch_decode(kept, skip_special_tokens=True)
-                return [Generated(" ".join(t.split()), c) for t, c in zip(texts, cut)]
 
-            # eval.max_batch_tokens=auto: sized from the device's free memory, a cache per beam (num_beams)
-            texts = decode_batches([len(ids) for ids in encoded], cfg.eval, decode, model=model)
-            out.update(zip(idx, texts))
+                def decode(part: list[int], sources=sources, code_id=code_id, caps_of=caps_of) -> list[str]:
+                    enc = tokenizer(
+                        [sources[j] for j in part],
+                        return_tensors="pt",
+                        padding=True,
+                        truncation=True,
+                        max_length=cfg.data.max_length,
+                    )
+                    enc = {n: t.to(model.device) for n, t in enc.items()}
+                    # mBART-50 must be forced to start with the target language code, or it may answer in another.
+                    guard = guard_kwargs(cfg, tokenizer, [sources[j] for j in part])  # eval.number_guard
+                    # max_length counts the decoder's start token (position 0, which is </s> for mBART); each
+                    # row's cap on new tokens is bounded by its source's length (eval.length_ratio)
+                    caps = [caps_of[j] for j in part]
+                    settings = {**self.generation_settings(cfg), "max_length": max(caps) + 1}
+                    gen = model.generate(**enc, **settings, **guard, forced_bos_token_id=code_id)
+                    kept, cut = keep_to_caps(gen[:, 1:], eos, caps, forces_end(model))
+                    texts = tokenizer.batch_decode(kept, skip_special_tokens=True)
+                    return [Generated(" ".join(t.split()), c) for t, c in zip(texts, cut)]
+
+                # eval.max_batch_tokens=auto: sized from the device's free memory, a cache per beam (num_beams)
+                texts = decode_batches([len(ids) for ids in encoded], cfg.eval, decode, model=model)
+                out.update(zip(idx, texts))
         return [out[k] for k in range(len(rows))]
