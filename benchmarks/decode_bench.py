@@ -72,7 +72,7 @@ def decode(
     t0, c0 = time.perf_counter(), time.process_time()
     for split in SPLITS:
         if splits[split]:
-            out += generate(cfg, model, tokenizer, splits[split], accelerator)
+            out += [g.text for g in generate(cfg, model, tokenizer, splits[split], accelerator)]
     return out, time.perf_counter() - t0, time.process_time() - c0
 
 

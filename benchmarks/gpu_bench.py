@@ -459,7 +459,7 @@ def w_decode_ours(spec: dict) -> dict:
     generate(cfg, model, tok, rows[: spec["warm_rows"]], acc)  # first-time costs, untimed
     texts, seconds = _timed(lambda: generate(cfg, model, tok, rows, acc))
     return {
-        "texts": [str(t) for t in texts],
+        "texts": [t.text for t in texts],
         "seconds": seconds,
         "peak_gib": _peak_gib(),
         "device": _device_name(),

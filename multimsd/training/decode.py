@@ -26,7 +26,7 @@ batch, so a decode compiles a handful of graphs, not one per batch. And ``contin
 All give plain ``generate``'s greedy tokens in float32 (``tests/training/test_decode_backends.py``).
 
 **Cut outputs** (:class:`Generated`, :func:`cut_at_cap`). Every built-in kind returns its outputs as
-:class:`Generated` strings that also say whether generation stopped because it reached the token cap
+:class:`Generated` records, the text and whether generation stopped because it reached the token cap
 (``eval.max_new_tokens``) rather than at an end-of-sequence token; the training stage writes that next to the
 predictions (:func:`multimsd.training.predict.write_generation_info`) and the evaluation reports the share of
 cut outputs. A plugin kind that returns plain strings leaves it unknown.
@@ -56,6 +56,7 @@ import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 log = logging.getLogger(__name__)
@@ -213,20 +214,19 @@ def batch_token_budget(settings, model=None) -> int:
     return tokens
 
 
-class Generated(str):
-    """A decoded output that also records whether generation stopped at the token cap instead of at an
-    end-of-sequence token: ``cut`` is True / False, or None where unknown. It is a ``str`` in every other
-    respect (and pickles with its flag, so it survives gathering over processes)."""
+@dataclass(frozen=True)
+class Generated:
+    """One decoded output: its ``text``, and whether generation stopped at the token cap instead of at an
+    end-of-sequence token (``cut``: True / False, or None where unknown, e.g. a plugin kind that returns plain
+    strings: :func:`as_generated`). Two fields, said: not a string that carries a flag on the side."""
 
-    cut: bool | None
+    text: str
+    cut: bool | None = None
 
-    def __new__(cls, text: str, cut: bool | None = None) -> Generated:
-        obj = super().__new__(cls, text)
-        obj.cut = cut
-        return obj
 
-    def __reduce__(self):
-        return (Generated, (str(self), self.cut))
+def as_generated(output: Generated | str) -> Generated:
+    """A kind's output as :class:`Generated`: a plain string (a plugin kind's) is its text, cut unknown."""
+    return output if isinstance(output, Generated) else Generated(str(output))
 
 
 def eos_token_ids(model, tokenizer) -> list[int]:

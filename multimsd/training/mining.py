@@ -174,7 +174,7 @@ def sample_outputs(cfg, model, tokenizer, rows: list[dict], accelerator, what: s
         part = rows[at : at + CHUNK]
         torch.manual_seed(cfg.seed * 1_000_003 + c)
         texts = generate(scfg, model, tokenizer, [r for r in part for _ in range(n)], accelerator)
-        out += [[str(t) for t in texts[j * n : (j + 1) * n]] for j in range(len(part))]
+        out += [[t.text for t in texts[j * n : (j + 1) * n]] for j in range(len(part))]
         bar.update(len(part))
         if len(chunks) > 1:  # a line per chunk where no bar is shown (a log file, a batch job)
             log.info("sampling %s: %d/%d sources", what, min(at + CHUNK, len(rows)), len(rows))

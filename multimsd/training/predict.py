@@ -16,7 +16,7 @@ import torch
 
 from multimsd.console import progress_bar
 from multimsd.training.attention import decoding_attention
-from multimsd.training.decode import check_backend, decoding_progress, merged_lora
+from multimsd.training.decode import Generated, as_generated, check_backend, decoding_progress, merged_lora
 from multimsd.training.kinds import get_kind
 from multimsd.training.prompts import sample_shots
 
@@ -43,8 +43,9 @@ def generate(
     final: bool = False,
     shots=None,
     desc: str | None = None,
-) -> list[str]:
-    """Outputs for ``rows`` in order; each process decodes its share and the main process gathers them.
+) -> list[Generated]:
+    """Outputs for ``rows`` in order (each its text and whether it was cut at the length cap); each process
+    decodes its share and the main process gathers them.
     ``final``: the model trains no more (the final predictions), so a LoRA adapter is merged without a copy of
     the base weights and stays merged. A k-shot system's examples: ``shots`` (per language, as
     :func:`shots_by_lang` gives them), else drawn from ``shot_pool``. ``desc``: the decoding shows its
@@ -76,7 +77,7 @@ def generate(
             with decoding_progress(bar):
                 preds = kind.generate(cfg, model, tokenizer, local_rows, examples)
             bar.close()
-        local = [(k, p) for (k, _), p in zip(part, preds)]
+        local = [(k, as_generated(p)) for (k, _), p in zip(part, preds)]
     gathered = dict(gather_object(local)) if accelerator.num_processes > 1 else dict(local)
     if was_training:
         model.train()
@@ -87,7 +88,9 @@ GENERATION_INFO = "generation.json"
 """Next to a split's ``<lang>.txt`` predictions: which outputs were cut at ``eval.max_new_tokens``."""
 
 
-def write_generation_info(directory: Path, rows: list[dict], preds: list[str], max_new_tokens: int) -> None:
+def write_generation_info(
+    directory: Path, rows: list[dict], preds: list[Generated], max_new_tokens: int
+) -> None:
     """``generation.json`` beside the predictions: ``{"max_new_tokens": N, "cut": {lang: [bool | null, ...]}}``,
     one flag per line of ``<lang>.txt`` (True: generation stopped at the cap, not at an end token; null:
     unknown, e.g. a plugin kind that returns plain strings). The evaluation reads it (share of cut outputs)."""
@@ -95,7 +98,7 @@ def write_generation_info(directory: Path, rows: list[dict], preds: list[str], m
 
     cut: dict[str, list[bool | None]] = {}
     for r, p in zip(rows, preds):
-        cut.setdefault(r["lang"], []).append(getattr(p, "cut", None))
+        cut.setdefault(r["lang"], []).append(p.cut)
     info = {"max_new_tokens": max_new_tokens, "cut": dict(sorted(cut.items()))}
     write_text_atomic(Path(directory) / GENERATION_INFO, json.dumps(info) + "\n")
 

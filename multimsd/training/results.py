@@ -47,7 +47,7 @@ def evaluate_epoch(
             cfg, accelerator.unwrap_model(model), tokenizer, rows, accelerator, desc="generating validation"
         )
         if accelerator.is_main_process:
-            metrics.update(score_predictions(rows, preds))
+            metrics.update(score_predictions(rows, [p.text for p in preds]))
     return metrics
 
 
@@ -99,13 +99,13 @@ def write_predictions(
         d = out / "predictions" / split
         d.mkdir(parents=True, exist_ok=True)
         for lang in sorted({r["lang"] for r in split_rows}):
-            lines = [p.replace("\n", " ") for r, p in zip(split_rows, preds) if r["lang"] == lang]
+            lines = [p.text.replace("\n", " ") for r, p in zip(split_rows, preds) if r["lang"] == lang]
             write_text_atomic(d / f"{lang}.txt", "\n".join(lines) + "\n")
         write_generation_info(d, split_rows, preds, cfg.eval.max_new_tokens)  # which outputs were cut
         write_jsonl(
             d / "references.jsonl", [{k: r[k] for k in ("complex", "simple", "lang")} for r in split_rows]
         )
-        results[split] = score_predictions(split_rows, preds)
+        results[split] = score_predictions(split_rows, [p.text for p in preds])
         accelerator.print(f"{split}: {fmt_metrics(results[split])}")
     if accelerator.is_main_process:
         out.mkdir(parents=True, exist_ok=True)

@@ -365,8 +365,8 @@ def simplify_sentences(
         if rows
         else []
     )
-    texts = [str(o) for o in outputs]
-    cut = [bool(getattr(o, "cut", None)) for o in outputs]
+    texts = [o.text for o in outputs]
+    cut = [bool(o.cut) for o in outputs]
     langs = [lang for lang, ss in docs for _ in ss]
     flags: list = [None] * len(rows)
     for lang in dict.fromkeys(langs):  # one call per language: the meaning check encodes them in one go

@@ -17,6 +17,7 @@ from multimsd.simplify import cli
 from multimsd.simplify.documents import Input
 from multimsd.simplify.run import Totals, done_ids, simplify
 from multimsd.simplify.source import Source, resolve, with_overrides
+from multimsd.training.decode import Generated
 
 
 def write_jsonl(path: Path, records: list) -> Path:
@@ -187,7 +188,9 @@ def test_a_cut_last_line_is_removed_and_its_document_done_again(tmp_path, monkey
     monkeypatch.setattr(
         predict,
         "generate",
-        lambda cfg, m, t, rows, acc, final=False, shots=None, desc=None: [r["complex"] for r in rows],
+        lambda cfg, m, t, rows, acc, final=False, shots=None, desc=None: [
+            Generated(r["complex"]) for r in rows
+        ],
     )
     source = Source("s", None, None, tmp_path)
     with Input(str(inp_path)) as inp:
@@ -557,7 +560,9 @@ def test_the_terms_check_flags_a_dropped_term_and_none_turns_it_off(tmp_path, mo
 
     def checked(output: str, terms=None) -> dict:
         monkeypatch.setattr(
-            predict, "generate", lambda cfg, m, t, rows, acc, final=False, shots=None, desc=None: [output]
+            predict,
+            "generate",
+            lambda cfg, m, t, rows, acc, final=False, shots=None, desc=None: [Generated(output)],
         )
         rows = simplify_sentences(src, (None, None, None), [("en", ["Asthma is a chronic disease."])], terms)
         return record(Document("d", "en", "x"), rows[0], src)

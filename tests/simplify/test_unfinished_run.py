@@ -16,6 +16,7 @@ from multimsd.errors import MultimsdError
 from multimsd.simplify import cli
 from multimsd.simplify.export import main as export_main
 from multimsd.simplify.source import resolve
+from multimsd.training.decode import Generated
 
 MODEL = {"kind": "causal", "pretrained": "tiny:llama", "lora": {"enabled": False}}
 
@@ -187,7 +188,9 @@ def test_with_any_lang_it_is_a_warning_and_the_documents_are_simplified(tmp_path
     monkeypatch.setattr(
         predict,
         "generate",
-        lambda cfg, m, t, rows, acc, final=False, shots=None, desc=None: [r["complex"] for r in rows],
+        lambda cfg, m, t, rows, acc, final=False, shots=None, desc=None: [
+            Generated(r["complex"]) for r in rows
+        ],
     )
     argv = [str(root), str(inp), "--out", str(out), "--system", "german", "--lang", "en", "--terms", "none"]
     cli.main([*argv, "--any-lang"])

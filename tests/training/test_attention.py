@@ -267,6 +267,6 @@ def test_a_flex_attention_model_decodes_through_the_training_stages_generate():
     for attn in ("flex_attention", None):
         cfg = _cfg(attn, eval={"max_new_tokens": 4})
         model, tokenizer = _model(attn)
-        outputs[attn] = [str(p) for p in generate(cfg, model, tokenizer, rows, Accelerator(cpu=True))]
+        outputs[attn] = [p.text for p in generate(cfg, model, tokenizer, rows, Accelerator(cpu=True))]
         assert model.get_base_model().config._attn_implementation == (attn or "sdpa")  # restored
     assert outputs["flex_attention"] == outputs[None] and len(outputs[None]) == 2

@@ -10,7 +10,7 @@ import pickle
 import pytest
 import torch
 
-from multimsd.training.decode import Generated, cut_at_cap
+from multimsd.training.decode import Generated, as_generated, cut_at_cap
 
 
 def test_cut_at_cap_by_hand():
@@ -25,11 +25,14 @@ def test_cut_at_cap_by_hand():
     assert cut_at_cap(t, eos, 3, forced_last=True) == [True, True, False]
 
 
-def test_generated_is_a_string_that_keeps_its_flag():
+def test_generated_says_its_text_and_whether_it_was_cut():
+    from multimsd.training.decode import as_generated
+
     g = Generated("a b", True)
-    assert g == "a b" and isinstance(g, str) and g.cut is True and Generated("x").cut is None
+    assert (g.text, g.cut) == ("a b", True) and not isinstance(g, str) and Generated("x").cut is None
     back = pickle.loads(pickle.dumps([g]))[0]  # gathered over processes
-    assert back == "a b" and back.cut is True
+    assert back == g
+    assert as_generated("plain") == Generated("plain", None) and as_generated(g) is g  # a plugin's string
     assert getattr("plain", "cut", None) is None
 
 
@@ -106,7 +109,7 @@ def test_every_kind_records_cut_outputs(kind, monkeypatch, tmp_path):
     ended = decoded(cfg, model, tok, rs)
     assert [p.cut for p in ended] == [False] * len(rs), [(p, p.cut) for p in ended]
     # generation.json: one flag per line of <lang>.txt; a plain string (a plugin kind) is unknown
-    mixed = [*cut[:2], ended[2], "plain", ended[4]]
+    mixed = [*cut[:2], ended[2], as_generated("plain"), ended[4]]
     write_generation_info(tmp_path, rs, mixed, cfg.eval.max_new_tokens)
     info = json.loads((tmp_path / "generation.json").read_text())
     assert info == {"max_new_tokens": 4, "cut": {"en": [True, True, False, None, False]}}

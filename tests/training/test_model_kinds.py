@@ -65,6 +65,7 @@ tagged with model.tag."""
 
 from dataclasses import dataclass
 
+from multimsd.training.decode import Generated
 from multimsd.training.kinds.base import register_kind
 from multimsd.training.kinds.seq2seq import Seq2SeqKind
 from multimsd.training.kinds.transformer import TransformerModelSettings
@@ -86,7 +87,8 @@ class ToyKind(Seq2SeqKind):
 
     def generate(self, cfg, model, tokenizer, rows, shots):
         tag = self.settings(cfg.model).tag
-        return [f"{tag} {p}" for p in super().generate(cfg, model, tokenizer, rows, shots)]
+        outputs = super().generate(cfg, model, tokenizer, rows, shots)
+        return [Generated(f"{tag} {o.text}", o.cut) for o in outputs]  # the text, and whether it was cut
 '''
 
 

@@ -31,12 +31,15 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, OmegaConf
 
 from multimsd.errors import MultimsdError
 from multimsd.training.config import ModelSettings
+
+if TYPE_CHECKING:
+    from multimsd.training.decode import Generated
 
 DTYPE_NAMES = ("float32", "bfloat16", "float16")
 
@@ -223,8 +226,10 @@ class ModelKind:
         return loss
 
     # ------------------------------------------------------------------ generation, saving
-    def generate(self, cfg, model, tokenizer, rows: list[dict], shots: dict) -> list[str]:
-        """One output sentence per row, in order (``shots``: k-shot examples per language, mode=icl)."""
+    def generate(self, cfg, model, tokenizer, rows: list[dict], shots: dict) -> list[Generated]:
+        """One output per row, in order (``shots``: k-shot examples per language, mode=icl): its text and
+        whether it was cut at the length cap (:class:`~multimsd.training.decode.Generated`; a plain string is
+        taken as its text, cut unknown)."""
         raise NotImplementedError
 
     def generation_settings(self, cfg) -> dict:

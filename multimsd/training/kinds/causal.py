@@ -101,7 +101,7 @@ class CausalKind(TransformerKind):
 
     decode_backends = BACKENDS  # eval.backend: generate, static (compiled on CUDA), continuous
 
-    def generate(self, cfg, model, tokenizer, rows: list[dict], shots: dict) -> list[str]:
+    def generate(self, cfg, model, tokenizer, rows: list[dict], shots: dict) -> list[Generated]:
         prompts = [
             tokenizer.apply_chat_template(
                 chat_messages(r["complex"], r["lang"], shots=shots.get(r["lang"], ())),
@@ -128,7 +128,7 @@ class CausalKind(TransformerKind):
         share = backend == "generate" and cfg.eval.max_batch_tokens != 0 and cfg.eval.num_beams == 1
         heads = PromptHeads(model, ids, [r["lang"] for r in rows] if share else None)
 
-        def decode(idx: list[int]) -> list[str]:
+        def decode(idx: list[int]) -> list[Generated]:
             kw = {**gen_kw, **guard_kwargs(cfg, tokenizer, [rows[k]["complex"] for k in idx])}  # number_guard
             kw["max_new_tokens"] = max(caps[k] for k in idx)  # then each row kept to its own cap
             new = heads.generate(idx, tokenizer.pad_token_id, kw)

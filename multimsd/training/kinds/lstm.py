@@ -187,7 +187,7 @@ class LstmKind(ModelKind):
 
         return loss
 
-    def generate(self, cfg, model, tokenizer, rows: list[dict], shots: dict) -> list[str]:
+    def generate(self, cfg, model, tokenizer, rows: list[dict], shots: dict) -> list[Generated]:
         """Greedy (``eval.num_beams=1``) or beam search, at most ``eval.max_new_tokens`` words."""
         import torch
 
@@ -198,7 +198,7 @@ class LstmKind(ModelKind):
             for r in rows
         ]
 
-        def decode(idx: list[int]) -> list[str]:
+        def decode(idx: list[int]) -> list[Generated]:
             n = max(len(ids[k]) for k in idx)
             input_ids = torch.tensor([ids[k] + [pad] * (n - len(ids[k])) for k in idx], device=device)
             gen = model.generate(

@@ -72,7 +72,7 @@ class Seq2SeqKind(TransformerKind):
         # max_length, as the paper's decoding: it counts the decoder's start token (</s> for mBART)
         return {"num_beams": cfg.eval.num_beams, "max_length": cfg.eval.max_new_tokens, **sampling(cfg)}
 
-    def generate(self, cfg, model, tokenizer, rows: list[dict], shots: dict) -> list[str]:
+    def generate(self, cfg, model, tokenizer, rows: list[dict], shots: dict) -> list[Generated]:
         out: dict[int, str] = {}
         by_lang = defaultdict(list)
         eos = eos_token_ids(model, tokenizer)
@@ -90,7 +90,9 @@ class Seq2SeqKind(TransformerKind):
                     [len(ids) - 2 for ids in encoded], cfg.eval, cap=cfg.eval.max_new_tokens - 1
                 )
 
-                def decode(part: list[int], sources=sources, code_id=code_id, caps_of=caps_of) -> list[str]:
+                def decode(
+                    part: list[int], sources=sources, code_id=code_id, caps_of=caps_of
+                ) -> list[Generated]:
                     enc = tokenizer(
                         [sources[j] for j in part],
                         return_tensors="pt",
