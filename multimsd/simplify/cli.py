@@ -116,8 +116,8 @@ def go(args: argparse.Namespace):
     from multimsd.training.system import check_languages
 
     out = Path(args.out).expanduser()
-    terms_dir = None if args.terms in (None, "none") else args.terms
-    terms = None if args.terms == "none" else dictionaries(terms_dir)
+    lookup = term_lookup(args)
+    terms = None if args.terms == "none" else lookup
     with Input(args.input, args.lang) as inp:
         ids = inp.check()  # every record read and checked before the model is loaded
         source = resolve(args.model, args.system, args.overrides)
@@ -134,33 +134,29 @@ def go(args: argparse.Namespace):
     if args.format and out.exists():
         from multimsd.simplify.view import write_view
 
-        lines.append(f"view: {write_view(out, args.format, terms_dir, terms is not None)}")
+        lines.append(f"view: {write_view(out, args.format, lookup)}")
     print("\n".join(lines))
     return t
 
 
-class Dictionaries:
-    """``lang -> TermDictionary or None``, each language's loaded once (the evaluation's lookup), and a note
-    per language used on what the term check looked for (:func:`multimsd.metrics.terms.dictionary_note`)."""
+def term_lookup(args: argparse.Namespace):
+    """The term lists of --terms (the bundled ones without it; ``none``: no term check), and the evaluation's
+    lowercasing and tokenizers for the view's novel words: those of MODEL's evaluation when MODEL is a run
+    directory (``evaluation/evaluate_config.yaml``, as the studio reads them), else the evaluation's defaults
+    (:class:`multimsd.metrics.lookup.TermLookup`)."""
+    from pathlib import Path
 
-    def __init__(self, terms_dir: str | None):
-        self.terms_dir, self.loaded = terms_dir, {}
+    from multimsd.metrics.lookup import TermLookup, evaluation_settings
+    from multimsd.training.system import is_run_dir
 
-    def __call__(self, lang: str):
-        from multimsd.metrics.terms import dictionary_for
-
-        if lang not in self.loaded:
-            self.loaded[lang] = dictionary_for(lang, self.terms_dir, what="--terms")
-        return self.loaded[lang][0]
-
-    def notes(self) -> list[str]:
-        from multimsd.metrics.terms import dictionary_note
-
-        return [dictionary_note(lang, *found) for lang, found in sorted(self.loaded.items())]
-
-
-def dictionaries(terms_dir: str | None) -> Dictionaries:
-    return Dictionaries(terms_dir)
+    model = Path(args.model).expanduser()
+    settings = evaluation_settings(model) if model.is_dir() and is_run_dir(model) else {}
+    return TermLookup.of_evaluation(
+        settings,
+        terms_dir=None if args.terms in (None, "none") else args.terms,
+        use_terms=args.terms != "none",
+        missing="--terms",
+    )
 
 
 def by_check(counts) -> str:

@@ -34,7 +34,7 @@ from pathlib import Path
 from multimsd import interrupts, runlock
 from multimsd.errors import MultimsdError
 from multimsd.simplify.documents import Document, Input
-from multimsd.simplify.source import Source
+from multimsd.training.system import System
 
 log = logging.getLogger("multimsd.simplify")
 
@@ -155,7 +155,7 @@ def batches(
         yield batch
 
 
-def record(doc: Document, rows: list[dict], source: Source) -> dict:
+def record(doc: Document, rows: list[dict], source: System) -> dict:
     """OUT's record of one document from its checked sentences
     (:func:`multimsd.training.system.simplify_sentences`)."""
     from multimsd.training.system import joined
@@ -172,7 +172,7 @@ def record(doc: Document, rows: list[dict], source: Source) -> dict:
 
 
 def simplify(
-    source: Source, inp: Input, out: Path, ids: set[str], docs_per_call: int = DOCS_PER_CALL, terms=None
+    source: System, inp: Input, out: Path, ids: set[str], docs_per_call: int = DOCS_PER_CALL, terms=None
 ) -> Totals:
     """Simplify every document of ``inp`` not yet in ``out`` (``ids``: those of ``inp``, :meth:`Input.check`);
     ``terms(lang)``: the dictionary whose terms the checks look for (None: no term check)."""

@@ -41,25 +41,26 @@ from multimsd.training.system import (
     CONFIG_FILE,
     RUN_MARKER,
     STAGES_DIR,
+    System,
+    choose,
     is_run_dir,
-    pick,
     read_json,
     read_run,
     saved_config,
     to_system,
     why_not,
 )
-from multimsd.training.system import System as Source
 
 log = logging.getLogger("multimsd.simplify")
 
 TRAIN_MARKER = "train_config.json"
 
 
-def resolve(model: str, system: str | None = None, overrides: list[str] | None = None) -> Source:
-    """MODEL (a run directory, a training output directory or a model) → its :class:`Source`; one error line
-    when it is none of them, has no system with a model, or ``system`` is not one of its systems; the overrides
-    and that MODEL is there are checked first (:mod:`multimsd.simplify.checks`)."""
+def resolve(model: str, system: str | None = None, overrides: list[str] | None = None) -> System:
+    """MODEL (a run directory, a training output directory or a model) → its
+    :class:`~multimsd.training.system.System`; one error line when it is none of them, has no system with a
+    model, or ``system`` is not one of its systems (:func:`~multimsd.training.system.choose`, the studio's lookup
+    too); the overrides and that MODEL is there are checked first (:mod:`multimsd.simplify.checks`)."""
     check_overrides(overrides or [])
     check_model(model)
     path = Path(model).expanduser().resolve()
@@ -75,7 +76,7 @@ def resolve(model: str, system: str | None = None, overrides: list[str] | None =
     else:
         if system is not None:
             raise MultimsdError(f"--system {system}: MODEL {model} is not a run directory")
-        return Source(model, with_overrides(zero_shot_config(model), overrides or []), None, Path(model))
+        return System(model, with_overrides(zero_shot_config(model), overrides or []), None, Path(model))
     return to_system(name, with_overrides(cfg, overrides or []), sys_dir)
 
 
@@ -89,20 +90,10 @@ def from_run(run_dir: Path, system: str | None):
         return {s.system: s.config for s in run_plan(run_dir, info) if s.kind == "train"}
 
     run = read_run(run_dir, replan)
-    if system is not None:
-        if system not in run.why:
-            raise MultimsdError(
-                f"--system {system}: no such system in {run_dir} ({', '.join(run.why) or 'none yet'})"
-            )
-        if run.why[system]:
-            usable = ", ".join(run.usable)
-            raise MultimsdError(
-                f"--system {system}: {run.why[system]}"
-                + (f" (systems with a model: {usable})" if usable else "")
-            )
-        name = system
-    else:
-        name = pick(run)
+    chosen = choose(run, system)
+    if chosen.name is None:
+        raise MultimsdError(chosen.why if system is None else f"--system {system}: {chosen.why}")
+    name = chosen.name
     if not run.finished:
         log.info("the run has not finished; %s", run.listing())
     return name, run.configs[name], run_dir / "systems" / name

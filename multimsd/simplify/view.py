@@ -2,10 +2,11 @@
 simplified sentences, rendered by the project's renderer (:mod:`multimsd.render`) like the run's report.
 
 In each simplified sentence the words that are not in its source are marked (*novel*, the novelty metric's
-tokens found back in the text: :func:`multimsd.metrics.novelty.novel_spans`, as the studio marks them), and
-the medical terms of the dictionary in both columns (*term*). A sentence whose output failed a safety check
-(changed numbers or units, a dropped or added negation, a term of the source missing) has its row flagged and
-the reasons beside it. The view is written from OUT after the command's work, so it always shows every
+tokens found back in the text, with the lowercasing and tokenizers of the evaluation of the run that
+simplified, else the evaluation's defaults: :class:`multimsd.metrics.lookup.TermLookup`, as the studio marks
+them), and the medical terms of the dictionary in both columns (*term*). A sentence whose output failed a
+safety check (changed numbers or units, a dropped or added negation, a term of the source missing) has its row
+flagged and the reasons beside it. The view is written from OUT after the command's work, so it always shows every
 document OUT holds, also those of an earlier, interrupted run.
 """
 
@@ -17,41 +18,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from multimsd.errors import MultimsdError
+from multimsd.metrics.lookup import TermLookup
 from multimsd.render.blocks import Cell, Paragraph, Section, Table
 
 FORMATS = ("md", "html")
 
 
-class Marker:
-    """Novel-word and term spans per language (the tokenizer and dictionary of each loaded once)."""
+def term_marks(lookup: TermLookup, lang: str, text: str) -> list[tuple[int, int, str]]:
+    return [(a, b, "term") for a, b, *_ in lookup.term_spans(lang, text)]
 
-    def __init__(self, terms_dir: str | None, use_terms: bool = True):
-        self.terms_dir, self.use_terms = terms_dir, use_terms
-        self._dicts: dict = {}
 
-    def dictionary(self, lang: str):
-        from multimsd.metrics.terms import dictionary_for
-
-        if lang not in self._dicts:
-            self._dicts[lang] = dictionary_for(lang, self.terms_dir) if self.use_terms else (None, None)
-        return self._dicts[lang][0]
-
-    def notes(self) -> list[str]:
-        """What the term lists of the languages seen are (the bundled ones say they are a demo)."""
-        from multimsd.metrics.terms import dictionary_note
-
-        return [dictionary_note(lang, *found) for lang, found in sorted(self._dicts.items())]
-
-    def terms(self, lang: str, text: str) -> list[tuple[int, int, str]]:
-        d = self.dictionary(lang)
-        return [] if d is None else [(a, b, "term") for a, b, *_ in d.find_spans(text)]
-
-    def novel(self, lang: str, source: str, output: str) -> list[tuple[int, int, str]]:
-        from multimsd.metrics.novelty import novel_spans
-        from multimsd.metrics.tokenize import resolve_tokenizer
-
-        spans = novel_spans(source, output, tokenizer=resolve_tokenizer(lang, None))
-        return [(a, b, "novel") for a, b in spans]
+def novel_marks(lookup: TermLookup, lang: str, source: str, output: str) -> list[tuple[int, int, str]]:
+    return [(a, b, "novel") for a, b in lookup.novel_spans(lang, source, output)]
 
 
 def records(out: Path) -> Iterator[dict]:
@@ -61,17 +39,17 @@ def records(out: Path) -> Iterator[dict]:
                 yield json.loads(line)
 
 
-def document_section(rec: dict, marker: Marker, number: int) -> Section:
+def document_section(rec: dict, lookup: TermLookup, number: int) -> Section:
     lang = rec["lang"]
     rows = []
     for s in rec["sentences"]:
         source, output, flags = s["source"], s["output"], s["flags"]
         rows.append(
             [
-                Cell(source, marks=tuple(marker.terms(lang, source))),
+                Cell(source, marks=tuple(term_marks(lookup, lang, source))),
                 Cell(
                     output or "(empty)",
-                    marks=tuple(marker.novel(lang, source, output) + marker.terms(lang, output))
+                    marks=tuple(novel_marks(lookup, lang, source, output) + term_marks(lookup, lang, output))
                     if output
                     else (),
                     flag=bool(flags),
@@ -84,18 +62,22 @@ def document_section(rec: dict, marker: Marker, number: int) -> Section:
     return Section(f"{rec['id']} ({lang})", f"doc-{number}", [table])
 
 
-def write_view(out: Path, fmt: str, terms_dir: str | None = None, use_terms: bool = True) -> Path:
-    """OUT's documents as ``OUT`` with the suffix ``.md`` / ``.html``, written aside and renamed into place."""
+def write_view(out: Path, fmt: str, lookup: TermLookup | None = None) -> Path:
+    """OUT's documents as ``OUT`` with the suffix ``.md`` / ``.html``, written aside and renamed into place;
+    ``lookup``: the term lists and the evaluation's settings the marks follow (default: the evaluation's
+    defaults and the bundled lists)."""
     from multimsd.fsutil import write_text_atomic
     from multimsd.render.html import render_html
     from multimsd.render.markdown import render_markdown
 
     if fmt not in FORMATS:
         raise MultimsdError(f"--format {fmt}: choose {' or '.join(FORMATS)}")
-    marker = Marker(terms_dir, use_terms)
-    sections, systems, counts = [], Counter(), Counter()
+    lookup = lookup if lookup is not None else TermLookup.of_evaluation()
+    sections, systems, counts, langs = [], Counter(), Counter(), set()
     for number, rec in enumerate(records(out), 1):
-        sections.append(document_section(rec, marker, number))
+        sections.append(document_section(rec, lookup, number))
+        if rec["sentences"]:  # the languages whose term lists the view used
+            langs.add(rec["lang"])
         systems[rec["system"]] += 1
         counts["documents"] += 1
         counts["sentences"] += len(rec["sentences"])
@@ -108,7 +90,7 @@ def write_view(out: Path, fmt: str, terms_dir: str | None = None, use_terms: boo
                 f"{counts['documents']} document(s), {counts['sentences']} sentence(s), {counts['flagged']} "
                 f"flagged by the safety checks; simplified by {', '.join(systems) or '(none)'}. Marked: words "
                 "of the output not in its source (novel) and medical terms of the dictionary (term). Term "
-                f"lists: {'; '.join(marker.notes()) or 'none'}."
+                f"lists: {'; '.join(lookup.notes(langs)) or 'none'}."
             )
         ],
     )

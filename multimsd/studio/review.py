@@ -110,64 +110,13 @@ def load_outputs(root: Path) -> tuple[dict[str, list[Row]], dict[str, dict[str, 
     return dict(sorted(rows.items(), key=lambda kv: order.get(kv[0], 99))), outputs
 
 
-def _evaluation_settings(root: Path) -> dict:
-    """``metrics.lowercase``, ``tokenizer`` and ``terms`` of the run's evaluation, where it has a config."""
-    p = root / "evaluation" / "evaluate_config.yaml"
-    if not p.is_file():
-        return {}
-    from omegaconf import OmegaConf
+def highlighter(root: Path):
+    """Novel-word and medical-term spans with the settings of the run's evaluation (lowercasing, tokenizers,
+    term lists: :func:`multimsd.metrics.lookup.evaluation_settings`); a term list that is not there (or a
+    damaged one) costs its language the term marks, silently."""
+    from multimsd.metrics.lookup import TermLookup, evaluation_settings
 
-    try:
-        return OmegaConf.to_container(OmegaConf.load(p), resolve=False) or {}
-    except Exception:  # a damaged config only costs the highlighting its settings: defaults are used
-        return {}
-
-
-class Highlighter:
-    """Novel-word and medical-term spans with the evaluation's settings (lowercasing, tokenizer, terms)."""
-
-    def __init__(self, root: Path):
-        cfg = _evaluation_settings(root)
-        self.lowercase = bool((cfg.get("metrics") or {}).get("lowercase", True))
-        self.tokenizers = dict(cfg.get("tokenizer") or {})
-        terms = cfg.get("terms") or {}
-        self.terms_on = terms.get("enabled", True) is not False
-        self.terms_dir = terms.get("dir")
-        self._dicts: dict = {}
-
-    def _load(self, lang: str) -> tuple:
-        if lang not in self._dicts:
-            from multimsd.metrics.terms import dictionary_for
-
-            found = (None, None)
-            # no dictionary for the language: no term highlighting
-            with contextlib.suppress(MultimsdError):
-                found = dictionary_for(lang, self.terms_dir) if self.terms_on else found
-            self._dicts[lang] = found
-        return self._dicts[lang]
-
-    def dictionary(self, lang: str):
-        return self._load(lang)[0]
-
-    def note(self, lang: str) -> str:
-        """What the term check of ``lang`` looks for (the bundled lists say they are a demo)."""
-        from multimsd.metrics.terms import dictionary_note
-
-        return dictionary_note(lang, *self._load(lang))
-
-    def novel(self, lang: str, source: str, text: str) -> list[list[int]]:
-        from multimsd.metrics.novelty import novel_spans
-        from multimsd.metrics.tokenize import resolve_tokenizer
-
-        try:
-            tok = resolve_tokenizer(lang, self.tokenizers.get(lang))
-        except MultimsdError:
-            return []
-        return [list(s) for s in novel_spans(source, text, lowercase=self.lowercase, tokenizer=tok)]
-
-    def terms(self, lang: str, text: str) -> list[list]:
-        d = self.dictionary(lang)
-        return [] if d is None else [list(s) for s in d.find_spans(text)]
+    return TermLookup.of_evaluation(evaluation_settings(root), missing=None)
 
 
 class Review:
@@ -182,7 +131,7 @@ class Review:
         self.annotator = annotator
         self.journal_path = studio_dir / f"ratings-journal-{annotator}.jsonl"
         self.ratings_path = studio_dir / f"ratings-{annotator}.jsonl"
-        self.highlight = Highlighter(root)
+        self.highlight = highlighter(root)
         self.state: dict[tuple[str, int, str], dict] = {}
         self.lock = threading.Lock()
         self.seq = 0
@@ -242,8 +191,8 @@ class Review:
             o = {
                 "slot": slot_name(k),
                 "text": text,
-                "novel": hl.novel(lang, row.complex, text),
-                "terms": hl.terms(lang, text),
+                "novel": hl.novel_spans(lang, row.complex, text),
+                "terms": hl.term_spans(lang, text),
                 "ratings": {c: st.get(c) for c in CRITERIA},
             }
             if not blind:
@@ -254,9 +203,10 @@ class Review:
             "i": i,
             "n": len(self.rows[lang]),
             "blind": blind,
-            "input": {"text": row.complex, "terms": hl.terms(lang, row.complex)},
+            "input": {"text": row.complex, "terms": hl.term_spans(lang, row.complex)},
             "references": [
-                {"text": r, "novel": hl.novel(lang, row.complex, r), "terms": hl.terms(lang, r)} for r in refs
+                {"text": r, "novel": hl.novel_spans(lang, row.complex, r), "terms": hl.term_spans(lang, r)}
+                for r in refs
             ],
             "outputs": outs,
             "complete": self.complete(lang, i),

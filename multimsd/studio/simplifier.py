@@ -5,15 +5,16 @@ It is ``multimsd simplify`` on one document, in the page: the same system loadin
 checks (:mod:`multimsd.training.system`: each system's saved ``config.yaml`` and ``best/``, the evaluation's
 ``eval.*`` settings, :func:`~multimsd.training.system.simplify_sentences`), the same segmenter
 (:func:`multimsd.alignment.api.segment_text`), so what the page shows is what the command writes for the same
-text. The marks are the outputs view's (:class:`multimsd.studio.review.Highlighter`: the run's evaluation
+text. The marks are the outputs view's (:func:`multimsd.studio.review.highlighter`: the run's evaluation
 settings and term lists), and the term check uses the same dictionary.
 
 Which systems: those of the run (``run.json``'s, and those under ``systems/``: a run that has not finished,
 still running or interrupted, has no ``run.json`` yet; :func:`multimsd.training.system.read_run`) whose
 directory has ``config.yaml`` and a model (a trained system's ``best/``, or a 0-shot prompted one); the others
 are listed with the reason they cannot simplify (a training that has not finished, a copy baseline). The one
-selected first is the run's best by the report's ranking (:func:`multimsd.training.system.pick`); a run
-without a ranking (not finished) selects the first by name, and ``note`` says so. A text in a language the
+selected first is the run's best by the report's ranking, and a named one is checked, by the command's lookup
+(:func:`multimsd.training.system.choose`); a run without a ranking (not finished) selects the first by name,
+and ``note`` says so. A text in a language the
 system was not trained or prompted on is refused with the languages it knows (``"any_lang": true``: simplified
 anyway, with a ``warning``), as ``multimsd simplify`` does. One model is held in memory at a time, loaded on
 the first request that names it; requests are served one at a time (a lock), off the event loop, so the page
@@ -37,7 +38,7 @@ from multimsd import LANGUAGES
 from multimsd.errors import MultimsdError
 from multimsd.studio.corpus import find_align_dir
 from multimsd.studio.registry import Studio, Unavailable, View, register_view
-from multimsd.studio.review import Highlighter
+from multimsd.studio.review import highlighter
 
 log = logging.getLogger("multimsd.studio")
 
@@ -49,7 +50,7 @@ class Simplifier:
     """The run's systems that can simplify, the one model loaded now, and the highlighter."""
 
     def __init__(self, root: Path):
-        from multimsd.training.system import pick, read_run, read_shots
+        from multimsd.training.system import choose, read_run, read_shots
 
         self.root = root
         run = read_run(root)  # a damaged config.yaml costs its system (its reason), not the view
@@ -61,20 +62,12 @@ class Simplifier:
                     self.shot_langs[n] = sorted(read_shots(root / "systems" / n, cfg.icl.shots))
                 except MultimsdError as e:
                     self.why[n] = str(e)
-        usable = run.usable
-        self.default, self.note = None, ""
-        if usable:
-            try:
-                self.default = pick(run, quiet=True)
-            except MultimsdError:  # no ranking (the run did not finish): the first by name
-                self.default = sorted(usable)[0]
-                self.note = (
-                    "the run has not finished (still running, or interrupted): the systems whose training "
-                    "finished can simplify; no ranking yet, so the first by name is selected"
-                    if not run.finished
-                    else "the run has no ranking of these systems: the first by name is selected"
-                )
-        self.highlight = Highlighter(root)
+        self.run = run
+        # the command's lookup (multimsd.training.system.choose); no ranking: the first by name, and a note why
+        chosen = choose(run, first_if_unranked=True, quiet=True)
+        self.default = chosen.name
+        self.note = chosen.why if chosen.name is not None else ""
+        self.highlight = highlighter(root)
         self.lock = threading.Lock()
         self.loaded: tuple[str, object, tuple] | None = (
             None  # (name, System, (model, tokenizer, accelerator))
@@ -135,9 +128,9 @@ class Simplifier:
         rows = simplify_sentences(system, loaded, [(lang, sentences)], self.highlight.dictionary)[0]
         hl = self.highlight
         for r in rows:
-            r["source_terms"] = hl.terms(lang, r["source"])
-            r["terms"] = hl.terms(lang, r["output"])
-            r["novel"] = hl.novel(lang, r["source"], r["output"])
+            r["source_terms"] = hl.term_spans(lang, r["source"])
+            r["terms"] = hl.term_spans(lang, r["output"])
+            r["novel"] = hl.novel_spans(lang, r["source"], r["output"])
         return {
             "system": name,
             "lang": lang,
@@ -153,7 +146,7 @@ class Simplifier:
 def routes(state: Simplifier) -> list[Route]:
     """``POST /api/simplify`` with ``{"text", "lang", "system", "any_lang"}`` (``system`` defaults to the run's
     best; ``any_lang``: true simplifies a language the system does not know, with a ``warning``)."""
-    from multimsd.training.system import check_languages
+    from multimsd.training.system import check_languages, choose
 
     async def simplify(request: Request) -> JSONResponse:
         if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
@@ -174,10 +167,11 @@ def routes(state: Simplifier) -> list[Route]:
             )
         if lang not in LANGUAGES:
             return JSONResponse({"error": f"lang: one of {', '.join(LANGUAGES)}"}, 400)
-        if name not in state.why:
+        chosen = choose(state.run, name)  # the command's lookup of a named system
+        if chosen.unknown:
             return JSONResponse({"error": f"no system {name!r} in this run"}, 404)
-        if state.why[name]:
-            return JSONResponse({"error": f"system {name}: {state.why[name]}"}, 409)
+        if chosen.name is None:
+            return JSONResponse({"error": f"system {name}: {chosen.why}"}, 409)
         try:  # as `multimsd simplify`: before the model is loaded
             warning = check_languages(
                 name, state.configs[name], state.shot_langs.get(name), [lang], any_lang, '"any_lang": true'

@@ -15,9 +15,10 @@ are then the directories under ``systems/``; one has *finished* when its trainin
 offered). Such a run has no ranking yet, nor its sweep's selection: no system is its best, one is named.
 
 Read in this order: :class:`System` (name, config, weights), :func:`saved_config` / :func:`why_not` (can this
-directory generate?), :func:`read_run` / :class:`RunSystems` (a run's systems, finished or not), :func:`pick`
-(the run's best), :func:`check_languages` (does the system know the text's language?), :func:`load` (model,
-tokenizer, accelerator on the device, the best weights checked against their manifest),
+directory generate?), :func:`read_run` / :class:`RunSystems` (a run's systems, finished or not), :func:`choose`
+(the one system lookup of ``multimsd simplify`` and the studio: a named system, or :func:`pick`, the run's
+best), :func:`check_languages` (does the system know the text's language?), :func:`load` (model, tokenizer,
+accelerator on the device, the best weights checked against their manifest),
 :func:`simplify_sentences` (the evaluation's decoding and the safety checks over documents' sentences).
 """
 
@@ -204,6 +205,48 @@ def read_run(run_dir: Path, replan: Callable[[dict], dict] | None = None) -> Run
         if n not in why:
             why[n] = why_not(run_dir / "systems" / n, kinds[n], configs[n])
     return RunSystems(run_dir, info, kinds, configs, why)
+
+
+@dataclass
+class Choice:
+    """The system :func:`choose` chose of a run, or why none (one line)."""
+
+    name: str | None  # None: none is chosen (``why`` says why)
+    why: str = ""  # why none, or why ``name`` is not the run's best (it has no ranking): one line
+    unknown: bool = False  # the system asked for is not one of the run's
+
+
+UNRANKED_NOTE = (
+    "the run has not finished (still running, or interrupted): the systems whose training finished can "
+    "simplify; no ranking yet, so the first by name is selected"
+)
+NO_RANKING_NOTE = "the run has no ranking of these systems: the first by name is selected"
+
+
+def choose(
+    run: RunSystems,
+    name: str | None = None,
+    *,
+    first_if_unranked: bool = False,
+    quiet: bool = False,
+) -> Choice:
+    """The one system lookup of ``multimsd simplify`` (and export) and the studio's simplify view: ``name`` when
+    it is a system of the run that can generate (else why not, with the systems that can), or without a name the
+    run's best (:func:`pick`; why none is, with how to name one, ``--system NAME``). ``first_if_unranked``: a run
+    without a ranking of them (not finished) gives the first usable system by name, and says so in ``why``."""
+    if name is not None:
+        if name not in run.why:
+            return Choice(None, f"no such system in {run.run_dir} ({', '.join(run.why) or 'none yet'})", True)
+        if run.why[name]:
+            usable = ", ".join(run.usable)
+            return Choice(None, run.why[name] + (f" (systems with a model: {usable})" if usable else ""))
+        return Choice(name)
+    try:
+        return Choice(pick(run, quiet=quiet))
+    except MultimsdError as e:
+        if not (first_if_unranked and run.usable):
+            return Choice(None, str(e))
+        return Choice(sorted(run.usable)[0], UNRANKED_NOTE if not run.finished else NO_RANKING_NOTE)
 
 
 def pick(run: RunSystems, quiet: bool = False) -> str:
@@ -433,9 +476,11 @@ __all__ = [
     "RUN_MARKER",
     "SHOTS_FILE",
     "STAGES_DIR",
+    "Choice",
     "RunSystems",
     "System",
     "check_languages",
+    "choose",
     "finished",
     "is_run_dir",
     "joined",

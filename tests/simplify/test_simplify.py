@@ -16,8 +16,9 @@ from multimsd.errors import MultimsdError
 from multimsd.simplify import cli
 from multimsd.simplify.documents import Input
 from multimsd.simplify.run import Totals, done_ids, simplify
-from multimsd.simplify.source import Source, resolve, with_overrides
+from multimsd.simplify.source import resolve, with_overrides
 from multimsd.training.decode import Generated
+from multimsd.training.system import System
 
 
 def write_jsonl(path: Path, records: list) -> Path:
@@ -192,7 +193,7 @@ def test_a_cut_last_line_is_removed_and_its_document_done_again(tmp_path, monkey
             Generated(r["complex"]) for r in rows
         ],
     )
-    source = Source("s", None, None, tmp_path)
+    source = System("s", None, None, tmp_path)
     with Input(str(inp_path)) as inp:
         t = simplify(source, inp, out, inp.check(), docs_per_call=1)
     assert (t.documents, t.skipped, t.sentences, t.tokens) == (
@@ -236,7 +237,9 @@ def test_summary_lines():
 
 def test_the_term_lists_say_what_they_are(tmp_path):
     """Issue #47: the bundled lists are demo lists, and the summary says so, with their size."""
-    terms = cli.dictionaries(None)
+    from multimsd.metrics.lookup import TermLookup
+
+    terms = TermLookup(None, missing="--terms")
     assert terms("de") is not None and terms("en") is not None
     notes = terms.notes()
     from multimsd.metrics.terms import sample_dictionary
@@ -245,7 +248,7 @@ def test_the_term_lists_say_what_they_are(tmp_path):
     assert notes[0].startswith(f"de: the bundled list, {n} terms (a demo list written for multimsd")
     assert "--terms DIR" in notes[0] and notes[1].startswith("en: the bundled list, ")
     (tmp_path / "de.txt").write_text("Paracetamol\nFieber\nLeber\n", encoding="utf-8")
-    own = cli.dictionaries(str(tmp_path))
+    own = TermLookup(str(tmp_path), missing="--terms")
     assert own("de") is not None and own("en") is None
     assert own.notes() == [f"de: {tmp_path / 'de.txt'}, 3 terms", "en: no term list (no term check)"]
 
@@ -514,6 +517,7 @@ def test_generation_settings_are_what_each_kind_decodes_with():
 
 # ------------------------------------------------------------------------------------------- the view
 def test_the_view_marks_novel_words_terms_and_flags(tmp_path):
+    from multimsd.metrics.lookup import TermLookup
     from multimsd.simplify.view import write_view
 
     rec = {
@@ -544,19 +548,19 @@ def test_the_view_marks_novel_words_terms_and_flags(tmp_path):
     assert (
         "| _Asthma_ needs 5 mg daily. | ⚠ _Asthma_ needs **6** mg **every** **day**. | ⚠ numbers: x |" in md
     )
-    none = write_view(out, "html", use_terms=False).read_text(encoding="utf-8")
+    none = write_view(out, "html", TermLookup(use_terms=False)).read_text(encoding="utf-8")
     assert 'class="term"' not in none and 'class="novel"' in none
 
 
 def test_the_terms_check_flags_a_dropped_term_and_none_turns_it_off(tmp_path, monkeypatch):
     import multimsd.training.predict as predict
-    from multimsd.simplify.cli import dictionaries
+    from multimsd.metrics.lookup import TermLookup
     from multimsd.simplify.documents import Document
     from multimsd.simplify.run import record
     from multimsd.training.system import simplify_sentences
 
-    terms = dictionaries(None)  # the bundled sample lists, as the evaluation's default
-    src = Source("s", None, None, tmp_path)
+    terms = TermLookup()  # the bundled sample lists, as the evaluation's default
+    src = System("s", None, None, tmp_path)
 
     def checked(output: str, terms=None) -> dict:
         monkeypatch.setattr(

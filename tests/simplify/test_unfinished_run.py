@@ -230,3 +230,44 @@ def test_an_exported_model_knows_the_languages_of_its_prompt(tmp_path):
     with pytest.raises(MultimsdError) as e:
         check_languages(source.name, source.config, source.shots, ["en"], False, "--any-lang")
     assert str(e.value) == f"system {model} was prompted in de only, not en (--any-lang to simplify anyway)"
+
+
+def test_the_command_and_the_studio_choose_by_one_lookup(tmp_path, monkeypatch):
+    """multimsd.training.system.choose: the same system and the same reasons for simplify and the studio."""
+    pytest.importorskip("starlette")
+    pytest.importorskip("httpx")
+    from starlette.applications import Starlette
+    from starlette.testclient import TestClient
+
+    from multimsd.studio.simplifier import Simplifier, routes
+    from multimsd.training.system import UNRANKED_NOTE, choose, read_run
+
+    root = unfinished_run(tmp_path / "run")
+    no_model_loads(monkeypatch)
+    studio = Simplifier(root)
+    chosen = choose(read_run(root))
+    with pytest.raises(MultimsdError) as e:  # the command: no ranking yet, name one
+        resolve(str(root))
+    assert chosen.name is None and str(e.value) == chosen.why and "--system finetuned_theta1" in chosen.why
+    # the studio: the same systems, and of them the first by name, saying why
+    assert studio.default == "finetuned_theta1" and studio.note == UNRANKED_NOTE
+    assert choose(read_run(root), first_if_unranked=True).name == studio.default
+
+    half = choose(read_run(root), "finetuned_theta4").why  # a system named that has not finished
+    with pytest.raises(MultimsdError) as e:
+        resolve(str(root), "finetuned_theta4")
+    assert str(e.value) == f"--system finetuned_theta4: {half}"
+    client = TestClient(Starlette(routes=routes(studio)))
+    r = client.post("/api/simplify", json={"text": "Take 5 mg.", "lang": "en", "system": "finetuned_theta4"})
+    assert r.status_code == 409 and r.json() == {"error": f"system finetuned_theta4: {half}"}
+    assert half.endswith("(systems with a model: finetuned_theta1, zero_shot)")
+    r = client.post("/api/simplify", json={"text": "Take 5 mg.", "lang": "en", "system": "nope"})
+    assert r.status_code == 404 and r.json() == {"error": "no system 'nope' in this run"}
+    assert choose(read_run(root), "nope").unknown
+
+    # finished, with a ranking: both take its best
+    (root / "run.json").write_text(json.dumps({"config": {}, "systems": {}}), encoding="utf-8")
+    ranking = [{"system": s} for s in ("finetuned_theta4", "zero_shot", "finetuned_theta1")]
+    (root / "results.json").write_text(json.dumps({"ranking": {"overall": ranking}}), encoding="utf-8")
+    assert resolve(str(root)).name == Simplifier(root).default == "zero_shot"
+    assert Simplifier(root).note == ""
