@@ -20,6 +20,8 @@ attention mask; :func:`model_inputs` passes them so that transformers keeps atte
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -108,11 +110,21 @@ def chunked_head(
     return head
 
 
+@dataclass
+class Forward:
+    """What a micro-batch's forward hands its objective: the model's output (the logits path) or the final
+    hidden states (the chunked path), and the first sequence position it covers (a causal LM's logits path
+    skips the prompt's logits)."""
+
+    output: Any
+    start: int = 0
+
+
 class MicroBatchLoss:
-    """``loss_sum = losses(model, batch, step=..., micro_batch=...)``: forward and loss of one micro-batch, its
-    weighted token losses *summed* (the training step divides the sum by its label tokens, ``items``, over all its
-    micro-batches and processes), by the chunked path when it applies (see the module docstring), else by the
-    logits path.
+    """A micro-batch's forward (:meth:`forward`) and its objective (:meth:`objective`, a function of that
+    output and the batch): its weighted token losses *summed* (the training step divides the sum by its label
+    tokens, ``items``, over all its micro-batches and processes), by the chunked path when it applies (see the
+    module docstring), else by the logits path; ``losses(model, batch, ...)`` is both.
     ``model`` is the prepared (possibly DDP-wrapped) model: every forward goes through its top-level call.
 
     Built once per run by the kind (:meth:`multimsd.training.kinds.base.ModelKind.build_loss`, which reads the
@@ -150,16 +162,22 @@ class MicroBatchLoss:
             out = model(**kw)
         return out.logits
 
-    def __call__(self, model, batch: dict, *, step: int, micro_batch: int) -> torch.Tensor:
+    def forward(self, model, batch: dict) -> Forward:
+        """The micro-batch through the model: the hidden states (chunked) or the model's output (logits)."""
         if self.head is None:
             kw, start = self.kind.logits_forward_kw(self.unwrapped, batch, self.trim)
-            outputs = model(**model_inputs(batch), **kw)
-            return self.loss_fn(outputs, batch, start, step=step, micro_batch=micro_batch)
-        hidden = self.hidden_states(model, batch)
+            return Forward(model(**model_inputs(batch), **kw), start)
+        return Forward(self.hidden_states(model, batch))
+
+    def objective(self, out: Forward, batch: dict, *, step: int, micro_batch: int) -> torch.Tensor:
+        """The micro-batch's summed loss from its forward's output and the batch (``step`` and ``micro_batch``
+        seed the LSTM's sampled softmax, so a resumed run draws the same candidates)."""
+        if self.head is None:
+            return self.loss_fn(out.output, batch, out.start, step=step, micro_batch=micro_batch)
         # Under mixed precision the head's product runs in autocast's dtype, as the lm_head would have.
         with self.autocast():
             return chunked_weighted_cross_entropy(
-                hidden,
+                out.output,
                 self.head.weight,
                 batch["labels"],
                 batch["novel"],
@@ -170,6 +188,9 @@ class MicroBatchLoss:
                 label_smoothing=self.settings.label_smoothing,
                 target_index=batch.get("target_index"),
             )
+
+    def __call__(self, model, batch: dict, *, step: int, micro_batch: int) -> torch.Tensor:
+        return self.objective(self.forward(model, batch), batch, step=step, micro_batch=micro_batch)
 
     def items(self, batch: dict) -> int:
         """What the step's loss is averaged over, counted on the host: the label tokens of ``batch``."""

@@ -387,7 +387,8 @@ def train_step(s: Session, window: list[dict]) -> dict:
         if deepspeed:  # its engine steps in the backward of the micro-batch where Accelerate syncs
             accelerator.sync_gradients = last
         with contextlib.nullcontext() if last else accelerator.no_sync(model):
-            loss = s.losses(model, batch, step=state.step, micro_batch=micro) / n_global
+            out = s.losses.forward(model, batch)
+            loss = s.losses.objective(out, batch, step=state.step, micro_batch=micro) / n_global
             accelerator.backward(loss * scale)
         step_loss += loss.detach()
         state.batches_in_epoch += 1

@@ -34,7 +34,7 @@ from multimsd.errors import MultimsdError
 from multimsd.fsutil import atomic_directory
 from multimsd.training.data import Collator, eval_dataloader, loader_generator
 from multimsd.training.dpo import dpo_loss
-from multimsd.training.forward import MicroBatchLoss
+from multimsd.training.forward import Forward, MicroBatchLoss
 
 log = logging.getLogger(__name__)
 
@@ -232,10 +232,19 @@ class DpoObjective:
         """The step's loss is averaged over its pairs."""
         return int(batch["ref"].shape[0])
 
-    def pair_losses(self, model, batch: dict):
+    def forward(self, model, batch: dict) -> Forward:
+        """The pairs' rows through the model: each row's summed cross-entropy (its negated log-probability)."""
+        return Forward(self.rows.example_cross_entropy(model, batch)[0])
+
+    def objective(self, out: Forward, batch: dict, *, step: int, micro_batch: int) -> torch.Tensor:
+        """The pairs' DPO losses, summed (the step divides by its pairs, :meth:`items`)."""
+        losses, chosen, rejected = self.pair_losses(out, batch)
+        self._margins.append(torch.stack([chosen, rejected], 1))
+        return losses.sum()
+
+    def pair_losses(self, out: Forward, batch: dict):
         """Per pair: the DPO loss, and the chosen and rejected outputs' implicit rewards."""
-        sums, _ = self.rows.example_cross_entropy(model, batch)
-        logp = -sums
+        logp = -out.output
         n = batch["ref"].shape[0]
         ref = batch["ref"].to(logp.device, logp.dtype)
         return dpo_loss(
@@ -243,13 +252,10 @@ class DpoObjective:
         )
 
     def __call__(self, model, batch: dict, *, step: int, micro_batch: int) -> torch.Tensor:
-        """The pairs' DPO losses, summed (the step divides by its pairs, :meth:`items`)."""
-        losses, chosen, rejected = self.pair_losses(model, batch)
-        self._margins.append(torch.stack([chosen, rejected], 1))
-        return losses.sum()
+        return self.objective(self.forward(model, batch), batch, step=step, micro_batch=micro_batch)
 
     def validation_terms(self, model, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
-        losses, _, _ = self.pair_losses(model, batch)
+        losses, _, _ = self.pair_losses(self.forward(model, batch), batch)
         return losses, torch.ones_like(losses)
 
     def step_metrics(self) -> dict:

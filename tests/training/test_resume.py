@@ -176,14 +176,14 @@ def test_the_interrupt_line_names_the_last_complete_checkpoint(tmp_path, monkeyp
 
     cfg = cfg_for(tmp_path, "tiny_llama", "run")
     cfg["checkpoint_every"] = 2
-    call = forward.MicroBatchLoss.__call__
+    objective = forward.MicroBatchLoss.objective
 
-    def interrupt_step_4(self, model, batch, *, step, **kw):
+    def interrupt_step_4(self, out, batch, *, step, **kw):
         if step == 3:  # the 4th optimizer step, in flight
             raise KeyboardInterrupt
-        return call(self, model, batch, step=step, **kw)
+        return objective(self, out, batch, step=step, **kw)
 
-    monkeypatch.setattr(forward.MicroBatchLoss, "__call__", interrupt_step_4)
+    monkeypatch.setattr(forward.MicroBatchLoss, "objective", interrupt_step_4)
     with pytest.raises(KeyboardInterrupt) as e:
         run_fresh(cfg)
     ckpt = tmp_path / "run" / "checkpoints" / "step_00000002"
