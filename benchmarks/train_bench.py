@@ -218,7 +218,7 @@ def step_loss(model, ids, labels, novel, chunked: bool) -> torch.Tensor:
     labels = torch.nn.functional.pad(labels, (0, 1), value=-100)[:, 1:]
     novel = torch.nn.functional.pad(novel, (0, 1), value=0)[:, 1:]
     if not chunked:
-        kw, start = get_kind("causal").forward_kw({"labels": labels}, True)
+        kw, start = get_kind("causal").logits_forward_kw(model, {"labels": labels}, True)
         logits = model(input_ids=ids, use_cache=False, **kw).logits
         return weighted_cross_entropy(logits, labels[:, start:], novel_mask=novel[:, start:], theta=4.0)
     head = find_output_head(model)

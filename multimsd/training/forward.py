@@ -28,6 +28,7 @@ import torch
 from multimsd.errors import MultimsdError
 from multimsd.training.chunked_loss import chunked_weighted_cross_entropy, labelled_token_losses
 from multimsd.training.config import LossSettings
+from multimsd.training.loss import count_label_tokens
 from multimsd.training.output_head import OutputHead, matches_logits
 
 # The kinds (multimsd.training.kinds) build their loss from this module (ModelKind.build_loss), so it names their
@@ -57,7 +58,7 @@ def label_count(kind, batch: dict) -> int:
     (:func:`multimsd.training.data.target_index`; no device round trip), else the kind's count (which reads the
     labels on the device)."""
     index = batch.get("target_index")
-    return index.numel() if index is not None else kind.label_tokens(batch)
+    return index.numel() if index is not None else count_label_tokens(batch["labels"])
 
 
 def chunked_head(

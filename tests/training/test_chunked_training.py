@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from multimsd.training.loop import run, to_train_config
+from multimsd.training.loss import count_label_tokens
 
 pytestmark = pytest.mark.usefixtures("fresh_accelerate_state")
 
@@ -67,7 +68,7 @@ def test_lm_head_returns_hidden_states_within_the_block_only(tmp_path, model, lo
     assert head is not None and head.weight is net.get_input_embeddings().weight  # tied: the same parameter
     assert (head.bias is not None) == (model == "tiny_mbart")  # mBART's final_logits_bias
     inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
-    logits_kw = {**inputs, **kind.forward_kw(batch, False)[0]}
+    logits_kw = {**inputs, **kind.logits_forward_kw(net, batch, False)[0]}
     hidden_kw = {**inputs, **kind.hidden_forward_kw(net, batch)}
     assert "labels" not in hidden_kw
     assert matches_logits(net, head, logits_kw, hidden_kw)
@@ -125,7 +126,7 @@ def _step(tc, net, tok, batch, chunked: bool):
     net.zero_grad()
     losses = get_kind(tc.model.kind).build_loss(tc, net, tok, Accelerator(cpu=True), probe=batch)
     assert losses.chunked == chunked
-    n = torch.tensor(get_kind(tc.model.kind).label_tokens(batch) + 3)  # a larger global count
+    n = torch.tensor(count_label_tokens(batch["labels"]) + 3)  # a larger global count
     torch.manual_seed(1)  # the same dropout draws: both paths run the same network in the same order
     loss = losses(net, batch, step=0, micro_batch=0) / n
     loss.backward()

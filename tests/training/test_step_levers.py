@@ -10,6 +10,7 @@ import torch
 
 from multimsd.training.kinds import get_kind
 from multimsd.training.loop import run, to_train_config
+from multimsd.training.loss import count_label_tokens
 
 pytestmark = pytest.mark.usefixtures("fresh_accelerate_state")
 
@@ -74,7 +75,7 @@ def test_the_label_count_is_known_on_the_host_and_equals_the_kinds():
     for model in ("llama", "mbart"):
         tc, _, _, batch = _model_and_batch(model)
         kind = get_kind(tc.model.kind)
-        assert label_count(kind, batch) == kind.label_tokens(batch) > 0
+        assert label_count(kind, batch) == count_label_tokens(batch["labels"]) > 0
 
 
 # --------------------------------------------------------------------------------------- bf16 mixed precision
@@ -91,7 +92,7 @@ def test_the_chunked_loss_applies_under_bf16_autocast_and_equals_the_logits_path
     kind = get_kind(tc.model.kind)
     acc = Accelerator(cpu=True, mixed_precision="bf16")
     prepared = acc.prepare(net)
-    n = kind.label_tokens(batch)
+    n = count_label_tokens(batch["labels"])
     losses = {}
     for chunked in (True, False):
         tc.loss.chunked = chunked
@@ -126,12 +127,12 @@ def test_a_micro_batch_makes_one_cross_entropy_pass(model, chunked, monkeypatch)
         return real(*args, **kwargs)
 
     monkeypatch.setattr(torch.nn.functional, "cross_entropy", counting)
-    loss = step(net, batch, step=0, micro_batch=0) / kind.label_tokens(batch)
+    loss = step(net, batch, step=0, micro_batch=0) / count_label_tokens(batch["labels"])
     loss.backward()
     assert len(calls) == 1, calls
     # and only over the positions that have a label (chunked), or the kept logits (logits path)
     if chunked:
-        assert calls[0][0] == kind.label_tokens(batch)
+        assert calls[0][0] == count_label_tokens(batch["labels"])
 
 
 # ------------------------------------------------------------------------------ the reference's gradients
@@ -162,7 +163,7 @@ def test_gradients_equal_the_models_own_loss(model, lora, chunked):
     want = {k: p.grad.clone() for k, p in net.named_parameters() if p.grad is not None}
     net.zero_grad()
     step = kind.build_loss(tc, net, tok, Accelerator(cpu=True), probe=batch)
-    loss = step(net, batch, step=0, micro_batch=0) / kind.label_tokens(batch)
+    loss = step(net, batch, step=0, micro_batch=0) / count_label_tokens(batch["labels"])
     loss.backward()
     got = {k: p.grad.clone() for k, p in net.named_parameters() if p.grad is not None}
     assert float(loss) == pytest.approx(float(ref), rel=1e-5)

@@ -274,15 +274,15 @@ def test_logits_only_from_the_first_label_give_the_same_loss(tmp_path):
     from multimsd.training.modeling import load_model_and_tokenizer
 
     def _forward_kw(batch, kind, trim):  # the forward arguments are the model kind's
-        return get_kind(kind).forward_kw(batch, trim)
+        return get_kind(kind).logits_forward_kw(None, batch, trim)
 
-    # Hand-made: the earliest label is at position 3 (row 1), so logits from position 2 on: 6 - 2 = 4 kept.
+    # Hand-made targets (shifted: labels[:, t] is the target of logits[:, t]): the earliest label is at
+    # position 3 (row 1), so logits from position 3 on: 6 - 3 = 3 kept.
     labels = torch.tensor([[-100, -100, -100, -100, 5, 6], [-100, -100, -100, 7, 8, -100], [-100] * 6])
-    # the labels come shifted (labels[:, t] is the target of logits[:, t]): logits from the earliest label on
     assert _forward_kw({"labels": labels}, "causal", True) == ({"logits_to_keep": 3}, 3)
     assert _forward_kw({"labels": labels}, "causal", False) == ({}, 0)
     assert _forward_kw({"labels": torch.full((2, 3), -100)}, "causal", True) == ({}, 0)
-    assert _forward_kw({"labels": labels}, "seq2seq", True)[1] == 0
+    assert _forward_kw({"labels": labels}, "lstm", True)[1] == 0
 
     tc = to_train_config(tiny_cfg(tmp_path, model="tiny_llama"))
     model, tok = load_model_and_tokenizer(tc.model)

@@ -146,20 +146,16 @@ class ModelKind:
 
     # ------------------------------------------------------------------ forward and loss
     def can_trim(self, model) -> bool:
-        """Whether :meth:`forward_kw` may skip the logits of unlabelled positions (see the causal kind)."""
+        """Whether :meth:`logits_forward_kw` may skip the logits of unlabelled positions (the causal kind)."""
         return False
-
-    def forward_kw(self, batch: dict, trim: bool) -> tuple[dict, int]:
-        """The model's keyword arguments besides input_ids / attention_mask, and the first sequence position
-        whose logits the loss needs. Encoder-decoders build their decoder inputs from the labels."""
-        return {"labels": batch["labels"]}, 0
 
     def logits_forward_kw(self, model, batch: dict, trim: bool) -> tuple[dict, int]:
         """What the logits path (``loss.chunked=false``, or a model the chunked loss cannot serve) passes besides
-        the token inputs, and the first position the loss needs; ``model`` is the unwrapped model. By default
-        :meth:`forward_kw`; a kind whose model would compute a loss of its own from ``labels`` (a vocabulary-wide
-        cross-entropy that the step then throws away) passes the decoder inputs instead (seq2seq)."""
-        return self.forward_kw(batch, trim)
+        the token inputs, and the first position the loss needs; ``model`` is the unwrapped model. By default the
+        labels (the LSTM builds its decoder inputs from them); a kind whose model would compute a loss of its own
+        from ``labels`` (a vocabulary-wide cross-entropy that the step then throws away) passes the decoder
+        inputs instead (seq2seq), a decoder-only LM nothing but ``logits_to_keep`` (causal)."""
+        return {"labels": batch["labels"]}, 0
 
     def output_head(self, model):
         """The model's output projection (a :class:`multimsd.training.output_head.OutputHead`) for the chunked
@@ -177,10 +173,6 @@ class ModelKind:
                 labels=batch["labels"]
             )
         }
-
-    def label_tokens(self, batch: dict) -> int:
-        """How many label tokens of ``batch`` the loss averages over."""
-        return int(batch["labels"].ne(-100).sum())
 
     def build_loss(self, cfg, model, tokenizer, accelerator, probe: dict | None = None):
         """The run's training loss (a :class:`multimsd.training.forward.MicroBatchLoss`), built once: the one

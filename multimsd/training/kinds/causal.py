@@ -84,7 +84,7 @@ class CausalKind(TransformerKind):
     def can_trim(self, model) -> bool:
         return accepts_logits_to_keep(model)
 
-    def forward_kw(self, batch: dict, trim: bool) -> tuple[dict, int]:
+    def logits_forward_kw(self, model, batch: dict, trim: bool) -> tuple[dict, int]:
         """The prompt carries no labels, so with ``trim`` the logits are computed only from the batch's earliest
         labelled position on (``logits_to_keep``): the vocabulary projection of the prompt is skipped, which is
         ~10 % of a SmolLM2 + LoRA step on the sample (``benchmarks/train_bench.py``), for the same loss."""
