@@ -100,7 +100,7 @@ def test_smollm2_lora_backends_same_greedy_outputs(monkeypatch):
     model.eval()
     rows = mixed_rows(n_per_lang=1)  # SmolLM2 on a CPU: 3 rows, 8 new tokens (a call takes seconds)
     old = check_backends(cfg, model, tok, rows, ("auto",), monkeypatch)
-    assert all(any(c.isalpha() for c in g) for g in old), old  # words, not noise
+    assert all(any(c.isalpha() for c in g.text) for g in old), old  # words, not noise
 
 
 @pytest.mark.integration
