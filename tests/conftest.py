@@ -47,6 +47,21 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if INTEGRATION_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.integration)
+    if "__mutmut_" in os.environ.get("MUTANT_UNDER_TEST", ""):
+        _fastest_first(items)
+
+
+def _fastest_first(items) -> None:
+    """Under ``make mutation``, a mutant's tests run fastest first (by the durations mutmut measured), so the first
+    failing one (pytest stops there: ``-x``) is found soon. mutmut 3.8 sorts them only without its fork server,
+    which ``[tool.mutmut]`` needs for torch; with it they come in the order of a Python set."""
+    import json
+
+    try:  # mutmut runs the tests in mutants/, where it keeps its statistics
+        durations = json.loads(Path("mutmut-stats.json").read_text())["duration_by_test"]
+    except (OSError, ValueError, KeyError):
+        return
+    items.sort(key=lambda item: durations.get(item.nodeid, 0.0))
 
 
 def run_cli(python, repo_root, *args, cwd=None, env=None, script="align.py", timeout=900):

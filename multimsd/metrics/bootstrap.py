@@ -27,7 +27,6 @@ statistics and the functions of their totals (:class:`~multimsd.metrics.registry
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -193,10 +192,8 @@ def format_p(p: float | None, resamples: int | None = None) -> str:
 def _tail_rank(alpha: float, b: int) -> int:
     """The smallest ``j >= 1`` with ``2 * j / b >= alpha`` (computed with the same float expression as the
     p-value's comparison, so that ``count < j`` and ``2 * count / b < alpha`` agree for every count)."""
-    j = max(1, math.ceil(alpha * b / 2))
-    while j > 1 and 2 * (j - 1) / b >= alpha:
-        j -= 1
-    while 2 * j / b < alpha:
+    j = 1
+    while 2 * j / b < alpha:  # at most b / 2 steps (alpha < 1)
         j += 1
     return j
 
@@ -277,12 +274,13 @@ def sari_statistics(
     return np.array(rows, dtype=np.int64).reshape(len(rows), MAX_NGRAM_ORDER * 9)
 
 
-def _f1_mean(sys: np.ndarray, ref: np.ndarray, ok: np.ndarray, use_f1: bool) -> np.ndarray:
-    """Mean over the orders (last axis) of F1 (or precision), as sari._operation_score's macro version."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        p = np.where(sys > 0, ok / np.where(sys > 0, sys, 1), 0.0)
-        r = np.where(ref > 0, ok / np.where(ref > 0, ref, 1), 0.0)
-        f = p if not use_f1 else np.where((p > 0) & (r > 0), 2 * p * r / np.where(p + r > 0, p + r, 1), 0.0)
+def _f1_mean(sys: np.ndarray, ref: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    """Mean over the orders (last axis) of F1, as sari._operation_score's macro version (EASSE's default, F1 for
+    deletion too: the only SARI the bootstrap scores)."""
+    # Every denominator is guarded (1 where it is 0, the quotient then discarded): no division by zero, no warning.
+    p = np.where(sys > 0, ok / np.where(sys > 0, sys, 1), 0.0)
+    r = np.where(ref > 0, ok / np.where(ref > 0, ref, 1), 0.0)
+    f = np.where((p > 0) & (r > 0), 2 * p * r / np.where(p + r > 0, p + r, 1), 0.0)
     # Summed order by order, as Python's sum() does, so the identity resample is bit-identical.
     total = np.zeros(f.shape[:-1])
     for k in range(f.shape[-1]):
@@ -294,9 +292,9 @@ def sari_parts_from_totals(totals: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
     """SARI's add, keep and delete scores (EASSE default: macro F1, F1 for deletion) of summed
     :func:`sari_statistics` ``[..., 36]``."""
     t = np.asarray(totals, dtype=np.float64).reshape(*np.shape(totals)[:-1], MAX_NGRAM_ORDER, 9)
-    add = 100.0 * _f1_mean(t[..., 0], t[..., 1], t[..., 2], True)
-    keep = 100.0 * _f1_mean(t[..., 3], t[..., 4], t[..., 5], True)
-    dele = 100.0 * _f1_mean(t[..., 6], t[..., 7], t[..., 8], True)
+    add = 100.0 * _f1_mean(t[..., 0], t[..., 1], t[..., 2])
+    keep = 100.0 * _f1_mean(t[..., 3], t[..., 4], t[..., 5])
+    dele = 100.0 * _f1_mean(t[..., 6], t[..., 7], t[..., 8])
     return add, keep, dele
 
 
@@ -349,31 +347,31 @@ def bleu_from_totals(
     sys_len, ref_len = t[..., 0], t[..., 1]
     correct, total = t[..., 2 : 2 + order].copy(), t[..., 2 + order :].copy()
     any_correct = (correct > 0).any(axis=-1)  # tested before add-k smoothing, as sacrebleu does
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        safe_sys = np.where(sys_len > 0, sys_len, 1.0)
-        bp = np.where(sys_len < ref_len, np.where(sys_len > 0, np.exp(1 - ref_len / safe_sys), 0.0), 1.0)
-        alive = np.ones(sys_len.shape, dtype=bool)  # sacrebleu stops at the first order with no n-grams
-        smooth = np.ones(sys_len.shape)
-        log_sum = np.zeros(sys_len.shape)
-        for n in range(order):
-            if smooth_method == "add-k" and n > 0:
-                correct[..., n] += smooth_value
-                total[..., n] += smooth_value
-            tot = total[..., n]
-            alive = alive & (tot != 0)
-            safe_tot = np.where(tot != 0, tot, 1.0)
-            zero = alive & (correct[..., n] == 0)
-            if smooth_method == "exp":
-                smooth = np.where(zero, smooth * 2, smooth)
-                zero_p = 100.0 / (smooth * safe_tot)
-            elif smooth_method == "floor":
-                zero_p = 100.0 * smooth_value / safe_tot
-            else:
-                zero_p = np.zeros(sys_len.shape)
-            p = np.where(alive, np.where(zero, zero_p, 100.0 * correct[..., n] / safe_tot), 0.0)
-            # sacrebleu's my_log: log(0) is -9999999999 (so exp(...) underflows to 0)
-            log_sum = log_sum + np.where(p > 0, np.log(np.where(p > 0, p, 1.0)), -9999999999.0)
-        score = bp * np.exp(log_sum / order)
+    # Every denominator and log argument is guarded (1 where it would be 0, the result then discarded).
+    safe_sys = np.where(sys_len > 0, sys_len, 1.0)
+    bp = np.where(sys_len < ref_len, np.where(sys_len > 0, np.exp(1 - ref_len / safe_sys), 0.0), 1.0)
+    alive = np.ones(sys_len.shape, dtype=bool)  # sacrebleu stops at the first order with no n-grams
+    smooth = np.ones(sys_len.shape)
+    log_sum = np.zeros(sys_len.shape)
+    for n in range(order):
+        if smooth_method == "add-k" and n > 0:
+            correct[..., n] += smooth_value
+            total[..., n] += smooth_value
+        tot = total[..., n]
+        alive = alive & (tot != 0)
+        safe_tot = np.where(tot != 0, tot, 1.0)
+        zero = alive & (correct[..., n] == 0)
+        if smooth_method == "exp":
+            smooth = np.where(zero, smooth * 2, smooth)
+            zero_p = 100.0 / (smooth * safe_tot)
+        elif smooth_method == "floor":
+            zero_p = 100.0 * smooth_value / safe_tot
+        else:
+            zero_p = np.zeros(sys_len.shape)
+        p = np.where(alive, np.where(zero, zero_p, 100.0 * correct[..., n] / safe_tot), 0.0)
+        # sacrebleu's my_log: log(0) is -9999999999 (so exp(...) underflows to 0)
+        log_sum = log_sum + np.where(p > 0, np.log(np.where(p > 0, p, 1.0)), -9999999999.0)
+    score = bp * np.exp(log_sum / order)
     return np.where(any_correct, score, 0.0)
 
 
@@ -395,6 +393,6 @@ def fkgl_from_totals(totals: np.ndarray) -> np.ndarray:
     t = np.asarray(totals, dtype=np.float64)
     words, sents, syll = t[..., 0], t[..., 1], t[..., 2]
     ok = (words > 0) & (sents > 0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        g = 0.39 * words / np.where(ok, sents, 1) + 11.8 * syll / np.where(ok, words, 1) - 15.59
+    # the denominators are guarded (1 where there are no words or sentences): no division by zero
+    g = 0.39 * words / np.where(ok, sents, 1) + 11.8 * syll / np.where(ok, words, 1) - 15.59
     return np.where(ok, np.maximum(0.0, g), 0.0)

@@ -20,9 +20,12 @@ from multimsd.metrics.bootstrap import (
     format_p,
     paired_bootstrap,
     paired_from_resamples,
+    percentile_interval,
     resample_counts,
     resample_indices,
     sari_from_totals,
+    sari_part_from_totals,
+    sari_parts_from_totals,
     sari_statistics,
 )
 
@@ -409,3 +412,248 @@ def test_a_p_value_of_zero_is_printed_below_the_resolution():
     assert format_p(0.0) == "< 0.001"  # B unknown (results written before resamples were recorded)
     assert format_p(0.002, 1000) == "0.002" and format_p(0.5373, 1000) == "0.537" and format_p(None) == "–"
     assert format_p(0.0004, 5000) == "< 0.001"
+
+
+# ------------------------------------------------------------------------------------------- by hand (unit tier)
+# What make mutation runs against multimsd/metrics/bootstrap.py (docs/development.md): small cases counted by
+# hand, and the BLEU of totals against sacrebleu's own compute_bleu.
+def share(totals):
+    """100 * flagged / sentences of [flagged, 1] rows: a linear score, so resampled scores are easy to count."""
+    t = np.asarray(totals, dtype=np.float64)
+    return 100.0 * t[..., 0] / t[..., 1]
+
+
+def test_resampling_by_hand():
+    assert resample_indices(1, 3, 0).tolist() == [[0], [0], [0]]
+    assert resample_indices(2, 1, 0).shape == (1, 2)  # one resample is allowed
+    idx = resample_indices(4, 2, 5)
+    assert idx.shape == (2, 4) and idx.min() >= 0 and idx.max() <= 3
+    counts = resample_counts(np.array([[0, 0, 2], [1, 2, 2], [0, 0, 0]]), 3)
+    assert counts.dtype == np.float64
+    assert counts.tolist() == [[2, 0, 1], [0, 1, 2], [3, 0, 0]]  # the last row never draws sentence 2
+    for n, samples in ((0, 5), (3, 0), (-1, -1)):
+        with pytest.raises(MultimsdError) as exc:
+            resample_indices(n, samples, 0)
+        assert str(exc.value) == (
+            f"bootstrap needs at least one sentence and one sample (n={n}, samples={samples})"
+        )
+
+
+def test_percentile_interval_by_hand():
+    assert percentile_interval(np.array([100.0, 0.0, 50.0]), 0.5) == (25.0, 75.0)  # 25th / 75th, interpolated
+    assert percentile_interval(np.arange(101.0), 0.9) == pytest.approx((5.0, 95.0))
+    assert percentile_interval(np.arange(101.0), 0.95) == pytest.approx((2.5, 97.5))
+    for confidence in (0.0, 1.0, 1.5, -0.5):
+        with pytest.raises(MultimsdError) as exc:
+            percentile_interval(np.arange(3.0), confidence)
+        assert str(exc.value) == f"confidence={confidence}: must lie strictly between 0 and 1"
+
+
+def test_bootstrap_ci_by_hand_and_its_defaults():
+    stats = np.array([[1, 1], [0, 1]])  # one of two sentences flagged: 50 %
+    counts = np.array([[2.0, 0.0], [1.0, 1.0], [0.0, 2.0]])  # resampled shares 100, 50 and 0
+    assert bootstrap_ci(stats, share, confidence=0.5, counts=counts) == (25.0, 75.0)
+    # drawn from the seed: the same interval as from those resamples' counts
+    counts = resample_counts(resample_indices(2, 40, 3), 2)
+    scores = share(counts @ stats)
+    assert bootstrap_ci(stats, share, samples=40, confidence=0.8, seed=3) == tuple(
+        np.percentile(scores, [10.0, 90.0])
+    )
+    big = sari_statistics(EN_SRC, EN_SYS, [EN_REF])
+    assert bootstrap_ci(big, sari_from_totals) == bootstrap_ci(
+        big, sari_from_totals, samples=1000, confidence=0.95, seed=0
+    )
+    assert bootstrap_ci(big, sari_from_totals) != bootstrap_ci(big, sari_from_totals, seed=1)
+
+
+def test_paired_bootstrap_by_hand_and_its_defaults():
+    a = np.array([[1, 1], [0, 1]])  # 50 % flagged
+    b = np.array([[0, 1], [0, 1]])  # 0 %
+    counts = np.array([[2.0, 0.0], [1.0, 1.0], [0.0, 2.0], [1.0, 1.0]])
+    # resampled a: 100 50 0 50, b: 0 everywhere; differences sorted 0 50 50 100: 1 is <= 0, 4 are >= 0,
+    # p = 2 * 1 / 4 = 0.5; alpha = 0.5: j = 1, the interval [d_(1), d_(4)] = [0, 100]
+    r = paired_bootstrap(a, b, share, alpha=0.5, counts=counts)
+    assert (r.a_score, r.b_score, r.diff) == (50.0, 0.0, 50.0)
+    assert r.ci == (0.0, 100.0) and r.p_value == 0.5 and r.alpha == 0.5 and r.n_sentences == 2
+    assert not r.separable  # 0.5 is not < 0.5
+    big_a, big_b = sari_statistics(EN_SRC, EN_SYS, [EN_REF]), sari_statistics(EN_SRC, EN_SRC, [EN_REF])
+    default = paired_bootstrap(big_a, big_b, sari_from_totals)
+    assert default == paired_bootstrap(big_a, big_b, sari_from_totals, samples=1000, alpha=0.05, seed=0)
+    assert default.ci != paired_bootstrap(big_a, big_b, sari_from_totals, seed=1).ci
+    with pytest.raises(MultimsdError) as exc:
+        paired_bootstrap(np.ones((3, 3)), np.ones((4, 3)), fkgl_from_totals)
+    assert str(exc.value) == "paired bootstrap: statistics of different shapes (3, 3) / (4, 3)"
+
+
+@pytest.mark.parametrize("b", [1, 2, 3, 10, 19, 20, 40, 100, 400, 1000])
+@pytest.mark.parametrize("alpha", [0.01, 0.05, 0.1, 0.3, 0.3333, 0.5, 0.7, 0.99])
+def test_the_interval_ranks_are_the_smallest_j_with_2j_over_b_at_least_alpha(alpha, b):
+    j = next(k for k in range(1, b + 1) if 2 * k / b >= alpha)  # the definition
+    diffs = np.arange(1.0, b + 1)  # d*_(k) = k: the interval's ends are its ranks
+    r = paired_from_resamples(0.0, 0.0, diffs[::-1].copy(), np.zeros(b), alpha=alpha, n_sentences=1)
+    assert r.ci == (float(j), float(b + 1 - j))
+    assert r.p_value == 0.0  # no difference is <= 0
+
+
+def test_paired_from_resamples_errors_word_for_word():
+    for alpha in (0.0, 1.0, 1.5):
+        with pytest.raises(MultimsdError) as exc:
+            paired_from_resamples(1.0, 0.0, np.ones(3), np.zeros(3), alpha=alpha, n_sentences=3)
+        assert str(exc.value) == f"alpha={alpha}: must lie strictly between 0 and 1 (e.g. 0.05)"
+    with pytest.raises(MultimsdError) as exc:
+        paired_from_resamples(1.0, 0.0, np.ones(0), np.zeros(0), n_sentences=3)
+    assert str(exc.value) == "paired bootstrap: no resamples"
+    # the default alpha is 0.05: 1 difference of 40 <= 0 gives p = 0.05, not separable
+    r = paired_from_resamples(1.0, 0.0, np.r_[-1.0, np.ones(39)], np.zeros(40), n_sentences=3)
+    assert r.alpha == 0.05 and r.p_value == 0.05 and not r.separable
+
+
+def test_format_p_at_its_thresholds():
+    assert format_p(0.001, 1000) == "0.001" and format_p(0.000999, 5000) == "< 0.001"
+    assert format_p(1.0) == "1.000" and format_p(0.0, 2) == "< 1"
+
+
+# Example 1 of test_sari.py: orig "a b c", sys "a b d", refs "a b d" / "a c"; its statistics as counted there.
+EX1_ROW = [1, 1, 1, 4, 4, 3, 2, 2, 1, 1, 2, 1, 2, 1, 1, 2, 3, 2, 1, 1, 1, 0, 0, 0, 2, 2, 2] + [0] * 9
+
+
+def test_sari_statistics_and_totals_by_hand():
+    stats = sari_statistics(["a b c", "a b c"], ["a b d", "a b d"], [["a b d", "a b d"], ["a c", "a c"]])
+    assert stats.dtype == np.int64 and stats.tolist() == [EX1_ROW, EX1_ROW]
+    empty = sari_statistics([], [], [[]])
+    assert empty.shape == (0, 36) and empty.dtype == np.int64
+    add, keep, dele = sari_parts_from_totals(np.array(EX1_ROW))
+    assert (add, keep, dele) == pytest.approx((100 * 2 / 3, 100 * 17 / 48, 100 * 23 / 40))
+    for part, value in (("add", add), ("keep", keep), ("delete", dele)):
+        assert sari_part_from_totals(np.array(EX1_ROW), part) == value
+    assert sari_from_totals(np.array(EX1_ROW)) == pytest.approx(53.194444444, abs=1e-8)
+    # a batch of totals, one score each; no statistics at all scores 0
+    batch = sari_from_totals(np.array([EX1_ROW, [0] * 36]))
+    assert batch.shape == (2,) and batch[0] == pytest.approx(53.194444444) and batch[1] == 0.0
+    with pytest.raises(ValueError):
+        sari_part_from_totals(np.array(EX1_ROW), "adds")
+
+
+def test_sari_statistics_options():
+    # lowercase (default True): "A" is "a", a copy kept at order 1 (keep sys/ref/ok = 1); else nothing matches
+    assert sari_statistics(["A"], ["a"], [["a"]])[0, 3:6].tolist() == [1, 1, 1]
+    assert sari_statistics(["A"], ["a"], [["a"]], lowercase=False)[0, 3:6].tolist() == [0, 0, 0]
+    # tokenizer (default 13a): "a," is two tokens ("a" ","), with "none" one
+    assert sari_statistics(["a,"], ["a,"], [["a,"]])[0, 3:6].tolist() == [2, 2, 2]
+    assert sari_statistics(["a,"], ["a,"], [["a,"]], tokenizer="none")[0, 3:6].tolist() == [1, 1, 1]
+    # lowercased with str.lower, as corpus_sari: "maße" and "masse" stay two words (KEEP sys 2, ref 1, ok 1)
+    assert sari_statistics(["Die Maße"], ["Die Maße"], [["die Masse"]])[0, 3:6].tolist() == [2, 1, 1]
+
+
+def test_bleu_statistics_by_hand():
+    # [sys_len, ref_len, correct 1-4, total 1-4]; case-sensitive and 13a-tokenised by default, as corpus_bleu
+    assert bleu_statistics(["The cat"], [["the cat"]]).tolist() == [[2, 2, 1, 0, 0, 0, 2, 1, 0, 0]]
+    assert bleu_statistics(["The cat"], [["the cat"]], lowercase=True).tolist() == [
+        [2, 2, 2, 1, 0, 0, 2, 1, 0, 0]
+    ]
+    assert bleu_statistics(["cat."], [["cat."]]).tolist() == [[2, 2, 2, 1, 0, 0, 2, 1, 0, 0]]
+    assert bleu_statistics(["cat."], [["cat."]], tokenizer="none").tolist() == [
+        [1, 1, 1, 0, 0, 0, 1, 0, 0, 0]
+    ]
+
+
+def bleu_cases():
+    """Totals [sys_len, ref_len, correct 1-4, total 1-4] with every branch: zero counts, no n-grams of an order,
+    no output, shorter and longer outputs."""
+    rng = np.random.default_rng(0)
+    rows = [
+        [4, 4, 4, 3, 2, 1, 4, 3, 2, 1],  # a perfect match: 100
+        [2, 4, 2, 1, 0, 0, 2, 1, 0, 0],  # too short for 3-grams
+        [0, 3, 0, 0, 0, 0, 0, 0, 0, 0],  # no output
+        [5, 3, 3, 0, 0, 0, 5, 4, 3, 2],  # longer than the reference, no 2-gram matches
+        [6, 9, 4, 2, 0, 1, 6, 5, 4, 3],  # a zero in the middle
+        [3, 3, 0, 0, 0, 0, 3, 2, 1, 0],  # nothing correct
+        [4, 4, 0, 0, 0, 0, 4, 3, 2, 1],  # nothing correct, n-grams of every order: 0 (not a smoothed score)
+    ]
+    for _ in range(60):
+        total = np.sort(rng.integers(0, 12, size=4))[::-1]
+        correct = np.minimum(total, rng.integers(0, 8, size=4))
+        rows.append([int(total[0]), int(rng.integers(0, 14)), *correct.tolist(), *total.tolist()])
+    return np.array(rows, dtype=np.int64)
+
+
+@pytest.mark.parametrize(
+    ("smooth_method", "smooth_value"),
+    [
+        ("exp", None),
+        ("floor", None),
+        ("floor", 0.5),
+        ("add-k", None),
+        ("add-k", 2),
+        ("add-k", 0.5),
+        ("none", None),
+    ],
+)
+def test_bleu_from_totals_is_sacrebleus_compute_bleu(smooth_method, smooth_value):
+    from sacrebleu.metrics.bleu import BLEU
+
+    totals = bleu_cases()
+    got = bleu_from_totals(totals, smooth_method=smooth_method, smooth_value=smooth_value)
+    assert got.shape == (len(totals),)
+    for row, score in zip(totals.tolist(), got):
+        expected = BLEU.compute_bleu(
+            row[2:6], row[6:10], row[0], row[1], smooth_method=smooth_method, smooth_value=smooth_value
+        ).score
+        assert score == pytest.approx(expected, abs=1e-9), row
+    assert got[0] == pytest.approx(100.0)
+
+
+def test_bleu_from_totals_default_smoothing_and_errors():
+    totals = bleu_cases()
+    assert np.array_equal(bleu_from_totals(totals), bleu_from_totals(totals, smooth_method="exp"))
+    with pytest.raises(MultimsdError) as exc:
+        bleu_from_totals(totals, smooth_method="Exp")
+    assert str(exc.value) == "unknown BLEU smooth_method 'Exp'"
+
+
+def test_fkgl_from_totals_by_hand():
+    # FKGL = 0.39 words/sentences + 11.8 syllables/words - 15.59, floored at 0; 0 without words or sentences
+    got = fkgl_from_totals(np.array([[10, 2, 15], [20, 1, 40], [3, 1, 3], [0, 0, 0], [5, 0, 5], [0, 1, 0]]))
+    assert got.tolist() == pytest.approx([4.06, 15.81, 0.0, 0.0, 0.0, 0.0])
+    assert fkgl_from_totals(np.array([1, 1, 2])) == pytest.approx(0.39 + 23.6 - 15.59)
+
+
+def test_no_floating_point_warning_on_zero_counts():
+    """Zero counts (no output, no n-grams of an order, no words) give 0 through guarded denominators, not through
+    a division by zero whose warning would be printed for each of a thousand resamples."""
+    import warnings
+
+    zero_sari = np.zeros((3, 36))
+    zero_sari[1, :9] = [0, 2, 0, 4, 0, 0, 0, 0, 0]  # references add and keep, the system nothing
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert sari_from_totals(zero_sari).tolist() == [0.0, 0.0, 0.0]
+        for smooth in ("exp", "floor", "add-k", "none"):
+            bleu_from_totals(bleu_cases(), smooth_method=smooth)
+        assert fkgl_from_totals(np.array([[0, 0, 0], [5, 0, 5], [0, 2, 0]])).tolist() == [0.0, 0.0, 0.0]
+
+
+@pytest.mark.parametrize("order", [1, 2])
+def test_bleu_from_totals_of_fewer_orders_is_sacrebleus(order):
+    """The number of orders comes from the width of the totals: [sys_len, ref_len, correct 1-k, total 1-k]."""
+    from sacrebleu.metrics.bleu import BLEU
+
+    rows = [[1, 2, 1, 1], [3, 3, 2, 3], [0, 2, 0, 0], [4, 2, 0, 4]] if order == 1 else [[1, 3, 1, 0, 1, 0]]
+    rows += [[5, 7, 4, 2, 5, 4]] if order == 2 else []
+    totals = np.array(rows)
+    got = bleu_from_totals(totals)
+    for row, score in zip(rows, got):
+        k = 2 + order
+        expected = BLEU.compute_bleu(row[2:k], row[k:], row[0], row[1], "exp", max_ngram_order=order).score
+        assert score == pytest.approx(expected, abs=1e-9), row
+    if order == 1:  # a one-token output of a two-token reference: BP = exp(1 - 2/1), precision 100
+        assert got[0] == pytest.approx(100 * math.exp(-1))
+
+
+def test_the_statistics_of_an_empty_corpus_are_integers_too():
+    for stats, width in (
+        (sari_statistics([], [], [[]]), 36),
+        (bleu_statistics([], [[]]), 10),
+        (fkgl_statistics([], "en"), 3),
+    ):
+        assert stats.shape == (0, width) and stats.dtype == np.int64

@@ -295,3 +295,175 @@ def test_the_safety_metric_is_the_share_of_flagged_sentences_with_an_interval():
     assert metric.score(sources, outputs, [outputs], **kw) == 40.0
     # the references' own rate, for scale
     assert metric.describe(sources, [sources], **kw) == {"safety_reference": 0.0}
+
+
+# ------------------------------------------------------------------------------ edges (mutation testing)
+def test_a_skipped_soft_quantity_does_not_hide_the_next_change():
+    # "one" (soft, no unit) is missing from the output but not a change; "5 mg", sorted after it, still is
+    assert checks("Take one tablet and 5 mg.", "Take a tablet and 10 mg.", "en") == [
+        ("numbers", "5 mg of the source is not in the output"),
+        ("numbers", "10 mg is in the output but not in the source"),
+    ]
+
+
+def test_the_negation_reason_lists_two_cues():
+    assert checks("Do not drink and never drive.", "Drink and drive.", "en") == [
+        ("negation", "negation dropped: 2 in the source (not, never), 0 in the output")
+    ]
+
+
+def test_the_longest_loop_is_twelve_tokens():
+    twelve = " ".join(f"w{i}" for i in range(11)) + " ."  # 11 words and the full stop
+    assert checks("Rest.", " ".join([twelve] * 3), "en") == [
+        ("degenerate", f"the output repeats {twelve!r} 3 times")
+    ]
+    thirteen = " ".join(f"w{i}" for i in range(13))
+    assert checks("Rest.", " ".join([thirteen] * 3), "en") == []
+
+
+def test_check_sentence_passes_the_encoder_on():
+    got = check_sentence("Take the tablet.", "Eat well.", "en", checks=("meaning",), encoder=Encoder())
+    assert [(f.check, f.reason) for f in got] == [
+        ("meaning", "far in meaning from the source (similarity 0.00 < 0.82)")
+    ]
+
+
+def test_safety_statistics_and_totals_by_hand():
+    import warnings
+
+    from multimsd.metrics.safety import safety_from_totals, safety_statistics
+
+    with pytest.raises(ValueError) as exc:
+        safety_statistics(["a", "b"], ["a"], "en", LEXICAL)
+    assert str(exc.value) == "2 sources but 1 outputs"
+    empty = safety_statistics([], [], "en", LEXICAL)
+    assert empty.shape == (0, 2) and empty.dtype == np.int64
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no division by zero for a resample without sentences
+        got = safety_from_totals(np.array([[0, 0], [1, 4], [3, 3], [0, 5], [1, 1], [0, 1]]))
+    assert got.tolist() == [0.0, 25.0, 100.0, 0.0, 100.0, 0.0]
+    assert safety_from_totals(np.array([2, 8])) == 25.0
+
+
+@pytest.mark.parametrize(
+    "numeral,value",
+    [
+        ("一", "1"),
+        ("两", "2"),
+        ("十", "10"),
+        ("十二", "12"),
+        ("二十五", "25"),
+        ("三百", "300"),
+        ("一百零五", "105"),
+        ("万", "10000"),
+        ("一万", "10000"),
+        ("十万", "100000"),
+        ("二十三万", "230000"),
+        ("三万五千", "35000"),
+        ("三四", "3-4"),  # two digits in a row: a range
+        ("一两", "1-2"),
+        ("二〇", "20"),  # 〇 is a digit, not the end of a range
+        ("二〇二〇", "2020"),
+    ],
+)
+def test_chinese_and_japanese_numerals_by_hand(numeral, value):
+    from multimsd.metrics.safety.numbers import _cjk_value
+
+    assert _cjk_value(numeral) == value
+
+
+def test_a_limit_binds_a_quantity_a_few_characters_away_in_chinese():
+    # before the quantity: at most 6 characters between; after it: at most 2
+    assert quantities("不超过每天服用本品4克", "zh") == {"≤4 g": 1}  # 每天服用本品: 6
+    assert quantities("不超过每天服用本品的4克", "zh") == {"4 g": 1}  # 7
+    assert quantities("4克服用以下", "zh") == {"≤4 g": 1}  # 服用: 2
+    assert quantities("4克服用后以下", "zh") == {"4 g": 1}  # 服用后: 3
+
+
+def test_a_loop_the_source_has_is_the_sources_in_chinese_too():
+    loop = "请服用本品。请服用本品。请服用本品。"
+    assert checks(loop, loop, "zh") == []
+    assert checks("请服用本品。", loop, "zh") == [("degenerate", "the output repeats '请服用本品。' 3 times")]
+
+
+def test_per_is_read_only_right_before_its_count():
+    # a 1 of a period before a count of times is "per" (2 characters between at most); before a dose it is a
+    # quantity
+    assert quantities("一天服用三次", "zh") == {"3 times": 1}
+    assert quantities("一天服用了三次", "zh") == {"1 day": 1, "3 times": 1}
+    assert quantities("1天5毫克", "zh") == {"1 day": 1, "5 mg": 1}
+    # a 1 time before a dose is "each time" (1 character between at most); before another count of times not
+    assert quantities("1回に2錠", "ja") == {"2": 1}
+    assert quantities("1回にて2錠", "ja") == {"1 times": 1, "2": 1}
+    assert quantities("1回2回", "ja") == {"1 times": 1, "2 times": 1}
+
+
+def test_each_lexical_check_alone_reads_the_quantities():
+    # numbers alone still finds them; negation alone still leaves out the "not" of a limit
+    assert checks("Take 5 mg.", "Take 10 mg.", "en", checks=("numbers",)) == [
+        ("numbers", "5 mg of the source is not in the output"),
+        ("numbers", "10 mg is in the output but not in the source"),
+    ]
+    assert (
+        checks("Do not take more than 2 tablets.", "Take at most 2 tablets.", "en", checks=("negation",))
+        == []
+    )
+    assert checks("Don't take it.", "Take it.", "en", checks=("negation",)) == [
+        ("negation", "negation dropped: 1 in the source (n't), 0 in the output")
+    ]
+
+
+def test_the_meaning_threshold_is_the_languages():
+    from multimsd.metrics.meaning import threshold
+
+    got = check_sentence("Take the tablet.", "Eat well.", "de", checks=("meaning",), encoder=Encoder())
+    assert [f.reason for f in got] == [
+        f"far in meaning from the source (similarity 0.00 < {threshold('de'):.2f})"
+    ]
+    assert (
+        f"{threshold('de'):.2f}" != f"{min(threshold(g) for g in ('de', 'en', 'ja', 'zh')):.2f}"
+    )  # not the default
+
+
+def test_check_sentences_errors_word_for_word():
+    with pytest.raises(ValueError) as exc:
+        check_sentences(["a"], ["b"], "en", checks=("numbers", "dose"))
+    assert (
+        str(exc.value)
+        == "unknown safety checks ['dose']; choose from numbers, negation, meaning, degenerate, terms"
+    )
+    with pytest.raises(ValueError) as exc:
+        check_sentences(["a", "b"], ["a"], "en", checks=LEXICAL)
+    assert str(exc.value) == "2 sources but 1 outputs"
+
+
+def test_numerals_of_chinese_kinds_ranges_and_minutes():
+    # 一种 (a kind of) is an article as often as a number: soft, its absence no change; 三片 is a count
+    assert checks("服用一种药。", "服用药。", "zh") == []
+    assert checks("服用三片。", "服用两片。", "zh") == [
+        ("numbers", "三片 of the source is not in the output"),
+        ("numbers", "两片 is in the output but not in the source"),
+    ]
+    # 十分 is "very" unless it is ten minutes; the numerals after it still count
+    assert quantities("休息十分钟", "zh") == {"10 minute": 1}
+    assert quantities("十分重要，服用三片", "zh") == {"3": 1}
+
+
+def test_ranges_of_times_and_a_range_opened_by_a_word():
+    assert quantities("Take it once or twice a day.", "en") == {"1-2 times": 1}
+    assert quantities("Принимайте от 2 до 3 дней.", "ru") == {"2-3 day": 1}  # "от" opens the range: no limit
+
+
+def test_a_frequency_word_is_quoted_as_written():
+    assert checks("Take it twice a day.", "Take it three times a day.", "en") == [
+        ("numbers", "twice of the source is not in the output"),
+        ("numbers", "three times is in the output but not in the source"),
+    ]
+
+
+def test_spans_stay_aligned_when_lowercasing_would_lengthen_a_character():
+    # "İ".lower() is two characters; it is kept as it is, so "5 mg" is quoted from the right place
+    assert checks("İ take 5 mg.", "İ take 10 mg.", "en") == [
+        ("numbers", "5 mg of the source is not in the output"),
+        ("numbers", "10 mg is in the output but not in the source"),
+    ]

@@ -284,3 +284,175 @@ def test_bleu_settings_and_signature():
     assert sig.startswith("nrefs:2|case:lc|eff:no|tok:13a|smooth:exp|version:")
     with pytest.raises(MultimsdError, match=r"sys_sents has 2, refs_sents\[1\] has 1"):
         corpus_bleu(sys_out, [refs[0], refs[1][:1]])
+
+
+# --------------------------------------------------------------------------------------------------------
+# Options and errors, each through every public function (mutation testing: docs/development.md)
+# --------------------------------------------------------------------------------------------------------
+# A cased, punctuated sentence on which every option changes the score: lowercasing ("The" / "the"), the
+# tokenizer ("cat," one token or two), legacy (the source not tokenised), the paper version and precision-only
+# deletion (P and R differ here).
+CASED = (
+    "The cat, as usual, sat on the mat.",
+    "the cat sat on a mat.",
+    ["The cat sat.", "A cat sat on a mat."],
+)
+OPTIONS = [
+    {"lowercase": False},
+    {"tokenizer": "none"},
+    {"legacy": True},
+    {"use_paper_version": True},
+    {"use_f1_for_deletion": False},
+]
+
+
+@pytest.mark.parametrize("option", OPTIONS, ids=lambda o: next(iter(o)))
+def test_every_option_reaches_the_score_through_every_function(option):
+    orig, sys_out, refs = CASED
+    streams = [[r] for r in refs]
+    default = corpus_sari([orig], [sys_out], streams)
+    assert sentence_sari(orig, sys_out, refs) == default
+    with_option = corpus_sari([orig], [sys_out], streams, **option)
+    assert with_option != pytest.approx(default)  # the option matters on this sentence ...
+    assert sentence_sari(orig, sys_out, refs, **option) == with_option  # ... and is passed on
+    parts = corpus_sari_operation_scores([orig], [sys_out], streams, **option)
+    assert with_option == pytest.approx(sum(parts) / 3)
+
+
+def test_paper_version_of_example1_through_corpus_sari():
+    # The paper-version parts of test_example1_paper_version_and_precision_deletion, averaged.
+    orig, sys_out, refs = EX1
+    expected = 100 * (f1(3 / 4, 5 / 8) + f1(5 / 16, 7 / 16) + f1(5 / 8, 13 / 24)) / 3
+    assert corpus_sari([orig], [sys_out], [[r] for r in refs], use_paper_version=True) == pytest.approx(
+        expected
+    )
+    assert sentence_sari(orig, sys_out, refs, use_paper_version=True) == pytest.approx(expected)
+    # precision-only deletion in the paper version: the mean of the per-order P, 5/8 as in the macro version
+    _, _, dele = corpus_sari_operation_scores(
+        [orig], [sys_out], [[r] for r in refs], use_paper_version=True, use_f1_for_deletion=False
+    )
+    assert dele == pytest.approx(100 * 5 / 8)
+
+
+def test_tokenizer_none_hand_computed():
+    # "a, b" copied, one reference equal to it. 13a: "a , b" (3 tokens), KEEP F1 = 1 at orders 1-3 -> 25.
+    # none: "a," "b" (2 tokens), KEEP F1 = 1 at orders 1-2 -> 100 * (2/4) / 3.
+    s = "a, b"
+    assert corpus_sari([s], [s], [[s]]) == pytest.approx(25.0)
+    assert corpus_sari([s], [s], [[s]], tokenizer="none") == pytest.approx(100 * 0.5 / 3)
+    assert sentence_sari(s, s, [s], tokenizer="none") == pytest.approx(100 * 0.5 / 3)
+
+
+def test_paper_version_with_nothing_to_score_is_zero():
+    # P = R = 0 at every order: F1 is 0, not a division by zero.
+    assert corpus_sari([""], [""], [[""]], use_paper_version=True) == 0.0
+    # "a" copied: ADD has P = R = 0 at every order (0); KEEP has P = R = 1 at order 1 only, so the paper
+    # version's means are P = R = 1/4 and F1 = 1/4.
+    assert corpus_sari_operation_scores(["a"], ["a"], [["a"]], use_paper_version=True) == (0.0, 25.0, 0.0)
+
+
+def test_statistics_count_sentences_and_merge():
+    one, two = SariStatistics(), SariStatistics()
+    assert (one.n_sentences, one.counts) == (0, [[0] * 9 for _ in range(4)])
+    one.add(["a", "b", "c"], ["a", "b", "d"], [["a", "b", "d"], ["a", "c"]])
+    two.add(["a"], ["a"], [["a"]])
+    two.add(["a", "b", "c"], ["a", "b", "d"], [["a", "b", "d"], ["a", "c"]])
+    assert (one.n_sentences, two.n_sentences) == (1, 2)
+    merged = SariStatistics()
+    merged += two
+    result = merged.__iadd__(one)
+    assert result is merged
+    assert merged.n_sentences == 3
+    # example 1 twice plus "a" kept once (keep sys/ref/ok = 1 at order 1)
+    assert merged.counts[0] == [2, 2, 2, 9, 9, 7, 4, 4, 2]
+    assert merged.counts[1] == [2, 4, 2, 4, 2, 2, 4, 6, 4]
+
+
+def test_register_tokenizer_refuses_a_bad_name_or_function(monkeypatch):
+    monkeypatch.setattr(sari_mod, "_FACTORIES", dict(sari_mod._FACTORIES))
+    monkeypatch.setattr(sari_mod, "_INSTANCES", dict(sari_mod._INSTANCES))
+    with pytest.raises(MultimsdError) as exc:
+        register_tokenizer("", str.split)
+    assert str(exc.value) == "tokenizer name must be a non-empty string, got ''"
+    with pytest.raises(MultimsdError) as exc:
+        register_tokenizer(7, str.split)
+    assert str(exc.value) == "tokenizer name must be a non-empty string, got 7"
+    with pytest.raises(MultimsdError) as exc:
+        register_tokenizer("digits", 5)
+    assert str(exc.value) == "tokenizer 'digits': expected a callable str -> str, got int"
+    with pytest.raises(MultimsdError) as exc:
+        register_tokenizer("13a", str.split)
+    assert str(exc.value) == "tokenizer '13a' is already registered (pass overwrite=True to replace it)"
+    assert {"", "digits", 7}.isdisjoint(sari_mod._FACTORIES)
+
+
+def test_the_unknown_tokenizer_error_lists_the_known_ones():
+    known = sari_mod.available_tokenizers()
+    assert known == sorted(known) and {"13a", "intl", "none", "pretokenized"} <= set(known)
+    with pytest.raises(MultimsdError) as exc:
+        corpus_sari(["a"], ["a"], [["a"]], tokenizer="klingon")
+    assert str(exc.value) == f"unknown tokenizer 'klingon' (known: {', '.join(known)})"
+
+
+def test_input_errors_word_for_word():
+    streams = " (refs_sents is a list of reference streams, each aligned with sys_sents)"
+    cases = [
+        (("a b", ["a"], [["a"]]), "orig_sents must be a list of sentences, not a single string"),
+        ((["a"], "a b", [["a"]]), "sys_sents must be a list of sentences, not a single string"),
+        (
+            (["a"], ["a"], [["a"], "a"]),
+            "refs_sents[1] is a string: refs_sents must be a list of reference streams, "
+            "refs_sents[k][i] being the k-th reference of sentence i",
+        ),
+        (
+            (["a", "b"], ["a"], [["a"]]),
+            "SARI input lengths differ: sys_sents has 1, orig_sents has 2" + streams,
+        ),
+        (
+            (["a", "b"], ["a", "b"], [["a"], ["a", "b"], ["a", "b", "c"]]),
+            "SARI input lengths differ: sys_sents has 2, orig_sents has 2, refs_sents[0] has 1, "
+            "refs_sents[2] has 3" + streams,
+        ),
+    ]
+    for args, message in cases:
+        with pytest.raises(MultimsdError) as exc:
+            corpus_sari(*args)
+        assert str(exc.value) == message
+    with pytest.raises(MultimsdError) as exc:
+        corpus_sari(["a"], ["a"], "a")
+    assert str(exc.value) == "refs_sents must be a non-empty list of reference streams (lists of sentences)"
+    with pytest.raises(MultimsdError) as exc:
+        sentence_sari("a", "a", "a")
+    assert str(exc.value) == "sentence_sari: refs must be a list of reference strings, not a single string"
+
+
+def test_partly_kept_and_over_referenced_ngrams_hand_computed():
+    # orig "a a", sys "a", ref "a" (r = 1): the system keeps one of two "a"s.
+    # n=1: ro = 2, sc = 1 -> ks = r * sc = 1, ds = ro - ks = 1; rc = 1 < ro -> kr = 1, dr = 1
+    #      KEEP 1/1/1 (F1 1), DEL 1/1/1 (F1 1).  n=2: "a a" deleted by both: DEL 1/1/1 (F1 1).
+    # add = 0, keep = 1/4, del = 2/4 -> SARI = 100 * (3/4) / 3 = 25
+    stats = SariStatistics()
+    stats.add(["a", "a"], ["a"], [["a"]])
+    assert stats.counts[:2] == [[0, 0, 0, 1, 1, 1, 1, 1, 1], [0, 0, 0, 0, 0, 0, 1, 1, 1]]
+    assert corpus_sari(["a a"], ["a"], [["a"]]) == pytest.approx(25.0)
+    # orig "a", sys "a", refs "a a" twice (r = 2): R = {a: 4} exceeds rO = 2, so the references keep rO = 2 (not
+    # 4) and delete nothing. n=1: KEEP 2/2/2, F1 1; n=2: the references add "a a" (ADD ref 1), nobody else.
+    # keep = 1/4 -> SARI = 100 * (1/4) / 3
+    stats = SariStatistics()
+    stats.add(["a"], ["a"], [["a", "a"], ["a", "a"]])
+    assert stats.counts[:2] == [[0, 0, 0, 2, 2, 2, 0, 0, 0], [0, 1, 0, 0, 0, 0, 0, 0, 0]]
+    assert corpus_sari(["a"], ["a"], [["a a"], ["a a"]]) == pytest.approx(100 / 12)
+
+
+def test_lowercasing_is_str_lower():
+    # "Maße" (dimensions) and "Masse" (mass) stay two words when lowercased (EASSE's str.lower), though
+    # uppercasing would make both "MASSE". orig = sys "Die Maße", ref "die Masse" (r = 1):
+    # n=1: ADD ref {masse} 1, ok 0 -> 0; KEEP sys 2 (die, maße), ref 1 (die), ok 1 -> P 1/2, R 1, F1 2/3;
+    #      DEL: the system deletes nothing -> 0.  n=2: KEEP sys 1, ref 0 -> 0.
+    # keep = (2/3) / 4 = 1/6 -> SARI = 100 * (1/6) / 3
+    assert corpus_sari(["Die Maße"], ["Die Maße"], [["die Masse"]]) == pytest.approx(100 / 18)
+
+
+def test_a_tokenizer_is_built_once():
+    assert sari_mod.get_tokenizer("13a") is sari_mod.get_tokenizer("13a")
+    assert sari_mod.get_tokenizer("intl") is sari_mod.get_tokenizer("intl")

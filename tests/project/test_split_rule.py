@@ -9,6 +9,7 @@ composed as the entry points compose them) and its public function; align.py run
 from __future__ import annotations
 
 import json
+import random
 from dataclasses import asdict
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from omegaconf import OmegaConf
 from multimsd.errors import MultimsdError
 from multimsd.paths import conf_dir
 from multimsd.pipeline.run import compose
-from multimsd.split import SplitConfig, split_article_ids
+from multimsd.split import SplitConfig, check_split_config, split_article_ids
 
 DOCS = [f"doc{k:02d}" for k in range(30)]
 # A setting other than the defaults in every field (30 documents: 2 validation, 5 test).
@@ -289,3 +290,112 @@ def test_a_changed_split_setting_re_runs_its_stage(tmp_path):
     pairs = fps(f"pairs.path={corpus}")
     for arg in ("pairs.split.seed=7", "pairs.split.validation=2", "pairs.split.max_fraction=0.5"):
         assert fps(f"pairs.path={corpus}", arg)["pairs"] != pairs["pairs"], arg
+
+
+# ------------------------------------------------------------------------------ the rule itself (unit tier)
+# No composition, no model: what make mutation runs against multimsd/split.py (docs/development.md).
+def test_three_documents_are_split_fewer_are_all_training():
+    # 3 documents: cap = max(1, round(3 * 0.1)) = 1, so one validation, one test, one training document
+    assert sorted(split_article_ids(["a", "b", "c"]).values()) == ["test", "train", "validation"]
+    assert split_article_ids(["b", "a", "b"]) == {"a": "train", "b": "train"}  # 2 distinct ids
+    assert split_article_ids([]) == {}
+
+
+@pytest.mark.parametrize(
+    "settings,sizes",
+    [
+        (OTHER, {"train": 23, "validation": 2, "test": 5}),  # no cap: 30 * 0.5 = 15 each at most
+        (SplitConfig(validation=1, test=128, seed=3), {"train": 26, "validation": 1, "test": 3}),  # cap 3
+        (SplitConfig(validation=0, test=0), {"train": 30}),
+        (SplitConfig(validation=20, test=20, max_fraction=1), {"train": 0, "validation": 20, "test": 10}),
+    ],
+)
+def test_the_sizes_of_the_splits(settings, sizes):
+    assignment = split_article_ids(DOCS, settings)
+    assert {s: n for s, n in count(assignment).items() if n or s in sizes} == sizes
+    # validation takes the first ids of the seeded shuffle, test the next ones
+    if sizes.get("validation") and sizes.get("test"):
+        shuffled = sorted(DOCS)
+        random.Random(settings.seed).shuffle(shuffled)
+        k = sizes["validation"]
+        assert {assignment[d] for d in shuffled[:k]} == {"validation"}
+        assert {assignment[d] for d in shuffled[k : k + sizes["test"]]} == {"test"}
+
+
+def test_a_config_node_a_mapping_and_keywords_give_the_same_split():
+    expected = split_article_ids(DOCS, OTHER)
+    assert split_article_ids(DOCS, asdict(OTHER)) == expected
+    assert split_article_ids(DOCS, OmegaConf.structured(OTHER)) == expected
+    assert split_article_ids(DOCS, validation=2, test=5, max_fraction=0.5, seed=7) == expected
+    # a keyword overrides one field of the config and keeps the others
+    assert split_article_ids(DOCS, OTHER, seed=42) == split_article_ids(
+        DOCS, validation=2, test=5, max_fraction=0.5
+    )
+    assert split_article_ids(DOCS, None) == split_article_ids(DOCS, SplitConfig())
+    assert split_article_ids(DOCS, OTHER, seed=8) != expected
+
+
+def test_an_unknown_keyword_is_refused():
+    with pytest.raises(TypeError) as exc:
+        split_article_ids(DOCS, valid=2, seeds=1)
+    assert str(exc.value) == "split_article_ids: unknown setting(s) seeds, valid"
+
+
+def test_the_error_names_the_key_given():
+    with pytest.raises(MultimsdError) as exc:
+        split_article_ids(DOCS, validation=-1, key="pairs.split")
+    assert str(exc.value) == "pairs.split.validation=-1: a number of documents, must be an integer >= 0"
+    with pytest.raises(MultimsdError) as exc:
+        split_article_ids(DOCS, seed=1.5)
+    assert str(exc.value) == "split.seed=1.5: must be an integer"
+
+
+FRACTION = ": the share of the documents each held-out split may take, must be in (0, 1]"
+
+
+@pytest.mark.parametrize(
+    "field,value,message",
+    [
+        ("validation", -1, "validation=-1: a number of documents, must be an integer >= 0"),
+        ("test", -1, "test=-1: a number of documents, must be an integer >= 0"),
+        ("validation", True, "validation=True: a number of documents, must be an integer >= 0"),
+        ("test", 2.0, "test=2.0: a number of documents, must be an integer >= 0"),
+        ("test", "2", "test=2: a number of documents, must be an integer >= 0"),
+        ("max_fraction", 0, "max_fraction=0" + FRACTION),
+        ("max_fraction", 0.0, "max_fraction=0.0" + FRACTION),
+        ("max_fraction", 1.0001, "max_fraction=1.0001" + FRACTION),
+        ("max_fraction", -0.5, "max_fraction=-0.5" + FRACTION),
+        ("max_fraction", float("nan"), "max_fraction=nan" + FRACTION),
+        ("max_fraction", float("inf"), "max_fraction=inf" + FRACTION),
+        ("max_fraction", True, "max_fraction=True" + FRACTION),
+        ("max_fraction", "0.5", "max_fraction=0.5" + FRACTION),
+        ("seed", True, "seed=True: must be an integer"),
+        ("seed", 7.0, "seed=7.0: must be an integer"),
+        ("seed", "7", "seed=7: must be an integer"),
+    ],
+)
+def test_check_split_config_refuses(field, value, message):
+    cfg = SplitConfig(**{field: value})
+    with pytest.raises(MultimsdError) as exc:
+        check_split_config(cfg)
+    assert str(exc.value) == f"split.{message}"
+    with pytest.raises(MultimsdError) as exc:
+        check_split_config(cfg, "data.sample_split")
+    assert str(exc.value) == f"data.sample_split.{message}"
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {},
+        {"validation": 0, "test": 0},
+        {"max_fraction": 1},
+        {"max_fraction": 1.0},
+        {"max_fraction": 1e-9},
+        {"seed": 0},
+        {"seed": -3},
+    ],
+)
+def test_check_split_config_accepts(settings):
+    check_split_config(SplitConfig(**settings))
+    check_split_config(OmegaConf.structured(SplitConfig(**settings)), "pairs.split")

@@ -278,3 +278,76 @@ def test_the_source_check_finds_a_path_that_weights_by_itself():
     assert len(rule_arithmetic(own, "x.py")) == 2
     rule = "def weighted_token_loss(losses, theta):\n    return losses * theta\n"
     assert rule_arithmetic(rule, "x.py") == []
+
+
+# ---------------------------------------------------------------------------------------------- edges, word for word
+def test_the_denominator_at_one_label_and_one_position():
+    # One label of two positions: (2 * 3.0) / 1, the ignored 5.0 adds nothing.
+    got = weighted_token_loss(
+        torch.tensor([3.0, 5.0]), torch.tensor([True, True]), theta=2.0, labelled=torch.tensor([True, False])
+    )
+    assert got.item() == 6.0
+    # One position, no `labelled`: the count of positions, 1.
+    assert weighted_token_loss(torch.tensor([3.0]), torch.tensor([True]), theta=2.0).item() == 6.0
+    # num_items = 1 is a valid global count (one label in the whole step)
+    assert weighted_token_loss(torch.tensor([3.0]), None, theta=1.0, num_items=1).item() == 3.0
+    assert weighted_token_loss(torch.tensor([3.0]), None, theta=1.0, num_items=torch.tensor(2)).item() == 1.5
+
+
+@pytest.mark.parametrize(
+    "theta,message",
+    [
+        (True, "theta=True: must be a number (1 = plain cross-entropy; paper: 2, 4, 8)"),
+        ("2", "theta='2': must be a number (1 = plain cross-entropy; paper: 2, 4, 8)"),
+        (0, "theta=0: must be finite and > 0 (1 = plain cross-entropy; paper: 2, 4, 8)"),
+        (float("inf"), "theta=inf: must be finite and > 0 (1 = plain cross-entropy; paper: 2, 4, 8)"),
+    ],
+)
+def test_the_theta_messages_word_for_word(theta, message):
+    with pytest.raises(MultimsdError) as exc:
+        check_theta(theta)
+    assert str(exc.value) == message
+    with pytest.raises(MultimsdError) as exc:
+        weighted_token_loss(torch.ones(2), torch.ones(2, dtype=torch.bool), theta=theta)
+    assert str(exc.value) == message
+
+
+@pytest.mark.parametrize("theta", [1, 1.0, 0.5, 2, 8.0, 1e-6, 1e6])
+def test_every_positive_finite_theta_is_accepted(theta):
+    check_theta(theta)
+    got = weighted_token_loss(torch.tensor([1.0, 2.0]), torch.tensor([True, False]), theta=theta)
+    assert got.item() == pytest.approx((theta * 1.0 + 2.0) / 2)
+
+
+def test_the_rule_errors_word_for_word():
+    cases = [
+        (lambda: weighted_token_loss(torch.ones(2), None, theta=2.0), "novel is needed when theta != 1"),
+        (
+            lambda: weighted_token_loss(torch.ones(2), torch.ones(3, dtype=torch.bool), theta=2.0),
+            "novel shape (3,) != token_losses shape (2,)",
+        ),
+        (
+            lambda: weighted_token_loss(
+                torch.ones(2, 2), None, theta=1.0, labelled=torch.ones(1, 2, dtype=torch.bool)
+            ),
+            "labelled shape (1, 2) != token_losses shape (2, 2)",
+        ),
+        (
+            lambda: weighted_token_loss(torch.ones(2), None, theta=1.0, num_items=-3),
+            "num_items must be > 0, got -3",
+        ),
+    ]
+    for call, message in cases:
+        with pytest.raises(ValueError) as exc:
+            call()
+        assert str(exc.value) == message
+
+
+def test_dtype_is_kept_for_a_single_token_too():
+    # "any shape": a 0-dim bf16 loss with its masks stays bf16 (a float32 zero for the ignored positions must
+    # not promote it)
+    one = torch.tensor(2.0, dtype=torch.bfloat16)
+    got = weighted_token_loss(one, torch.tensor(True), theta=2.0, labelled=torch.tensor(True))
+    assert got.dtype == torch.bfloat16 and got.item() == 4.0
+    got = weighted_token_loss(one, torch.tensor(True), theta=2.0, labelled=torch.tensor(False))
+    assert got.dtype == torch.bfloat16 and got.item() == 0.0

@@ -17,6 +17,7 @@ from multimsd.errors import MultimsdError
 from multimsd.training.loss import (
     count_label_tokens,
     novel_token_mask,
+    shift_labels,
     weighted_cross_entropy,
     word_level_novel_mask,
 )
@@ -392,3 +393,125 @@ def test_all_ignored_batch_gives_zero_not_nan():
 def test_count_label_tokens():
     assert count_label_tokens(torch.tensor([[1, -100, 0], [-100, -100, 7]])) == 3
     assert count_label_tokens(torch.tensor([[1, -1, 0]]), ignore_index=-1) == 2
+
+
+# --------------------------------------------------------------------------------------------------
+# Options passed on, boundaries, and every error word for word (mutation testing: docs/development.md)
+# --------------------------------------------------------------------------------------------------
+
+
+def test_input_mask_reaches_the_mask_through_the_loss():
+    # X = [1, 2] with only position 1 (id 2) counted: label 1 no longer occurs, both labels are novel.
+    # theta = 2: (2 ln3 + 2 ln2) / 2 = ln 6
+    attn = torch.tensor([[0, 1]])
+    loss = weighted_cross_entropy(HAND_LOGITS, HAND_LABELS, HAND_INPUT, theta=2.0, input_mask=attn)
+    assert loss.item() == pytest.approx(math.log(6.0), abs=1e-6)
+    assert novel_token_mask(HAND_LABELS, HAND_INPUT, input_mask=attn.bool()).tolist() == [[True, True]]
+
+
+def test_a_custom_ignore_index_with_shift():
+    # The hand example in the decoder-only layout with -1 for "no label" (first label never predicted, and
+    # the padding shift_labels appends is -1 too): ln18 / 2 as in test_hand_computed_shift_for_causal_lm.
+    logits = torch.cat([HAND_LOGITS, torch.tensor([[[5.0, -1.0, 2.0]]])], dim=1)
+    labels = torch.tensor([[-1, 0, 1]])
+    loss = weighted_cross_entropy(logits, labels, HAND_INPUT, theta=2.0, shift=True, ignore_index=-1)
+    assert loss.item() == pytest.approx(math.log(18.0) / 2, abs=1e-6)
+    assert count_label_tokens(labels, ignore_index=-1) == 2 and count_label_tokens(labels) == 3
+
+
+def test_shift_labels_pads_with_ignore_and_not_novel():
+    labels = torch.tensor([[5, 6, 7], [8, -100, 9]])
+    novel = torch.tensor([[1, 0, 1], [0, 1, 1]])  # 0/1, as a mask may come
+    shifted, shifted_novel = shift_labels(labels, novel)
+    assert shifted.tolist() == [[6, 7, -100], [-100, 9, -100]]
+    assert shifted_novel.dtype == torch.bool
+    assert shifted_novel.tolist() == [[False, True, False], [True, True, False]]
+    shifted, none = shift_labels(labels, None, ignore_index=-1)
+    assert shifted.tolist() == [[6, 7, -1], [-100, 9, -1]] and none is None
+
+
+def test_mask_a_label_equal_to_the_largest_input_id():
+    # searchsorted puts it on the last sorted position: it is found there, so it is not novel
+    assert novel_token_mask(torch.tensor([[5, 6, 1]]), torch.tensor([[1, 5]])).tolist() == [
+        [False, True, False]
+    ]
+
+
+def test_word_level_mask_word_index_bounds():
+    # index 0 with no words at all, and index == number of words, are refused as ValueError
+    for ids, words in ((torch.tensor([[0]]), [[]]), (torch.tensor([[1]]), [["a"]])):
+        with pytest.raises(ValueError) as exc:
+            word_level_novel_mask(ids, words, [set()])
+        n = len(words[0])
+        assert (
+            str(exc.value) == f"label_word_ids refers to word {int(ids.max())}, but examples have at most {n}"
+        )
+    # no words and no word positions: nothing is novel
+    assert word_level_novel_mask(torch.tensor([[-1, -1]]), [[]], [set()]).tolist() == [[False, False]]
+    # the last word of the longest example
+    mask = word_level_novel_mask(torch.tensor([[0, 1], [0, -1]]), [["a", "b"], ["c"]], [{"a"}, {"c"}])
+    assert mask.tolist() == [[False, True], [False, False]]
+
+
+def test_errors_word_for_word():
+    L2 = torch.zeros(1, 2, dtype=torch.long)
+    cases = [
+        (lambda: novel_token_mask(torch.tensor([1, 2]), L2), "labels must have shape [B, L], got (2,)"),
+        (lambda: novel_token_mask(L2, torch.tensor([1, 2])), "input_ids must have shape [B, L], got (2,)"),
+        (lambda: novel_token_mask(L2, torch.zeros(2, 3)), "batch sizes differ: labels 1, input_ids 2"),
+        (
+            lambda: novel_token_mask(L2, L2, input_mask=torch.ones(1, 3)),
+            "input_mask shape (1, 3) != input_ids shape (1, 2)",
+        ),
+        (
+            lambda: word_level_novel_mask(torch.tensor([0]), [["a"]], [set()]),
+            "label_word_ids must have shape [B, L], got (1,)",
+        ),
+        (
+            lambda: word_level_novel_mask(torch.tensor([[0]]), [["a"], ["b"]], [set()]),
+            "batch sizes differ: label_word_ids 1, label_words 2, input_words 1",
+        ),
+        (
+            lambda: word_level_novel_mask(torch.tensor([[0]]), [["a"]], [set(), set()]),
+            "batch sizes differ: label_word_ids 1, label_words 1, input_words 2",
+        ),
+        (
+            lambda: weighted_cross_entropy(HAND_LOGITS, HAND_LABELS, theta=2.0),
+            "give exactly one of input_ids and novel_mask",
+        ),
+        (
+            lambda: weighted_cross_entropy(HAND_LOGITS[0], HAND_LABELS, HAND_INPUT, theta=2.0),
+            "logits must have shape [B, T, V], got (2, 3)",
+        ),
+        (
+            lambda: weighted_cross_entropy(HAND_LOGITS, HAND_LABELS[0], HAND_INPUT, theta=2.0),
+            "labels must have shape [B, L], got (2,)",
+        ),
+        (
+            lambda: weighted_cross_entropy(HAND_LOGITS, HAND_LABELS[:, :1], HAND_INPUT, theta=2.0),
+            "logits (1, 2, 3) and labels (1, 1) are not aligned",
+        ),
+        (
+            lambda: weighted_cross_entropy(
+                HAND_LOGITS, HAND_LABELS, novel_mask=torch.zeros(1, 3, dtype=torch.bool), theta=2.0
+            ),
+            "novel_mask shape (1, 3) != labels shape (1, 2)",
+        ),
+    ]
+    for call, message in cases:
+        with pytest.raises(ValueError) as exc:
+            call()
+        assert str(exc.value) == message
+
+
+def test_mask_input_mask_and_pad_id_together():
+    # both leave positions out: 7 is masked (attention 0), 1 is the pad id; only 5 occurs
+    labels = torch.tensor([[5, 7, 1]])
+    inp = torch.tensor([[5, 1, 7]])
+    got = novel_token_mask(labels, inp, input_pad_id=1, input_mask=torch.tensor([[1, 1, 0]]))
+    assert got.tolist() == [[False, True, True]]
+
+
+def test_word_level_mask_of_an_empty_batch():
+    mask = word_level_novel_mask(torch.zeros(0, 3, dtype=torch.long), [], [])
+    assert mask.shape == (0, 3) and mask.dtype == torch.bool
