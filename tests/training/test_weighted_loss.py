@@ -17,7 +17,6 @@ from multimsd.errors import MultimsdError
 from multimsd.training.loss import (
     count_label_tokens,
     novel_token_mask,
-    shift_labels,
     weighted_cross_entropy,
     word_level_novel_mask,
 )
@@ -409,25 +408,22 @@ def test_input_mask_reaches_the_mask_through_the_loss():
     assert novel_token_mask(HAND_LABELS, HAND_INPUT, input_mask=attn.bool()).tolist() == [[True, True]]
 
 
-def test_a_custom_ignore_index_with_shift():
-    # The hand example in the decoder-only layout with -1 for "no label" (first label never predicted, and
-    # the padding shift_labels appends is -1 too): ln18 / 2 as in test_hand_computed_shift_for_causal_lm.
+def test_a_custom_ignore_index():
+    # The hand example in the decoder-only layout (targets as the collator shifts them: the last position
+    # predicts nothing) with -1 for "no label": ln18 / 2 as in test_hand_computed_shift_for_causal_lm.
     logits = torch.cat([HAND_LOGITS, torch.tensor([[[5.0, -1.0, 2.0]]])], dim=1)
-    labels = torch.tensor([[-1, 0, 1]])
-    loss = weighted_cross_entropy(logits, labels, HAND_INPUT, theta=2.0, shift=True, ignore_index=-1)
+    labels = torch.tensor([[0, 1, -1]])
+    loss = weighted_cross_entropy(logits, labels, HAND_INPUT, theta=2.0, ignore_index=-1)
     assert loss.item() == pytest.approx(math.log(18.0) / 2, abs=1e-6)
     assert count_label_tokens(labels, ignore_index=-1) == 2 and count_label_tokens(labels) == 3
 
 
-def test_shift_labels_pads_with_ignore_and_not_novel():
-    labels = torch.tensor([[5, 6, 7], [8, -100, 9]])
-    novel = torch.tensor([[1, 0, 1], [0, 1, 1]])  # 0/1, as a mask may come
-    shifted, shifted_novel = shift_labels(labels, novel)
-    assert shifted.tolist() == [[6, 7, -100], [-100, 9, -100]]
-    assert shifted_novel.dtype == torch.bool
-    assert shifted_novel.tolist() == [[False, True, False], [True, True, False]]
-    shifted, none = shift_labels(labels, None, ignore_index=-1)
-    assert shifted.tolist() == [[6, 7, -1], [-100, 9, -1]] and none is None
+def test_the_one_shift_pads_with_ignore_and_not_novel():
+    from multimsd.training.data import shift_targets
+
+    assert shift_targets([5, 6, 7], [1, 0, 1]) == ([6, 7, -100], [0, 1, 0])
+    assert shift_targets([8, -100, 9], [0, 1, 1]) == ([-100, 9, -100], [1, 1, 0])
+    assert shifted(torch.tensor([[5, 6, 7]]), torch.tensor([[1, 0, 1]]))[1].tolist() == [[False, True, False]]
 
 
 def test_mask_a_label_equal_to_the_largest_input_id():
